@@ -1,0 +1,142 @@
+//! Storage element types: `f32`, `half::f16`, `half::bf16`.
+//!
+//! All arithmetic runs in f32. A half-precision element is widened exactly on load and
+//! rounded once, to nearest even, on store (NaN stays NaN); both conversions are bit-for-bit
+//! those of the `half` crate.
+
+use half::{bf16, f16};
+
+/// The storage dtype of an [`Element`].
+///
+/// ```
+/// use posenc::{Dtype, Element};
+/// assert_eq!(<half::bf16 as Element>::DTYPE, Dtype::Bf16);
+/// assert_eq!(Dtype::F16.size_bytes(), 2);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16 (`half::f16`).
+    F16,
+    /// bfloat16 (`half::bf16`).
+    Bf16,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    ///
+    /// ```
+    /// assert_eq!(posenc::Dtype::F32.size_bytes(), 4);
+    /// ```
+    pub const fn size_bytes(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
+
+    /// Lower-case name (`"f32"`, `"f16"`, `"bf16"`).
+    ///
+    /// ```
+    /// assert_eq!(posenc::Dtype::Bf16.name(), "bf16");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+}
+
+pub(crate) mod sealed {
+    use half::{bf16, f16};
+
+    /// A slice of one concrete element type, so a backend can specialise per dtype without
+    /// `unsafe` casts.
+    #[allow(dead_code)] // the variants are matched by the x86 tiers
+    pub enum SliceMut<'a> {
+        F32(&'a mut [f32]),
+        F16(&'a mut [f16]),
+        Bf16(&'a mut [bf16]),
+    }
+
+    pub trait Sealed: Sized {
+        #[allow(dead_code)]
+        fn slice_mut(x: &mut [Self]) -> SliceMut<'_>;
+    }
+    impl Sealed for f32 {
+        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
+            SliceMut::F32(x)
+        }
+    }
+    impl Sealed for f16 {
+        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
+            SliceMut::F16(x)
+        }
+    }
+    impl Sealed for bf16 {
+        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
+            SliceMut::Bf16(x)
+        }
+    }
+}
+
+/// A storage type posenc reads and writes: `f32`, `half::f16` or `half::bf16`.
+///
+/// Sealed: the kernels rely on exactly these three representations.
+///
+/// ```
+/// use posenc::Element;
+/// let x = <half::f16 as Element>::from_f32(1.0 / 3.0);
+/// assert_eq!(x, half::f16::from_f32(1.0 / 3.0)); // the same rounding as `half`
+/// assert_eq!(x.to_f32(), half::f16::from_f32(1.0 / 3.0).to_f32());
+/// ```
+pub trait Element:
+    sealed::Sealed + Copy + Default + PartialEq + core::fmt::Debug + Send + Sync + 'static
+{
+    /// The dtype tag of this type.
+    const DTYPE: Dtype;
+    /// Widens to f32 (exact).
+    fn to_f32(self) -> f32;
+    /// Rounds an f32 to this type, to nearest even; NaN stays NaN.
+    fn from_f32(v: f32) -> Self;
+}
+
+impl Element for f32 {
+    const DTYPE: Dtype = Dtype::F32;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+impl Element for f16 {
+    const DTYPE: Dtype = Dtype::F16;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+impl Element for bf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        // Exact: a bf16 is the top half of an f32.
+        f32::from_bits((self.to_bits() as u32) << 16)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+}
