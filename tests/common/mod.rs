@@ -1,18 +1,27 @@
 //! Reader for the golden vectors in `tests/data` (format: `tests/data/README.md`).
 #![allow(dead_code)]
 
+pub mod check;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The data directory inside the repository.
 pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
 }
 
 /// Every case named in `INDEX.txt`.
 pub fn case_names() -> Vec<String> {
     let index = std::fs::read_to_string(data_dir().join("INDEX.txt")).expect("INDEX.txt");
-    index.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+    index
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// One case: its manifest and its arrays.
@@ -37,28 +46,57 @@ impl Array {
     pub fn to_f64(&self) -> Vec<f64> {
         let b = &self.bytes;
         match self.dtype.as_str() {
-            "f64" => b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
-            "f32" => b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            "i64" => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            "f16" => self.bits16().into_iter().map(|u| half::f16::from_bits(u).to_f64()).collect(),
-            "bf16" => self.bits16().into_iter().map(|u| half::bf16::from_bits(u).to_f64()).collect(),
+            "f64" => b
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            "f32" => b
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            "i64" => b
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            "f16" => self
+                .bits16()
+                .into_iter()
+                .map(|u| half::f16::from_bits(u).to_f64())
+                .collect(),
+            "bf16" => self
+                .bits16()
+                .into_iter()
+                .map(|u| half::bf16::from_bits(u).to_f64())
+                .collect(),
             other => panic!("unknown dtype {other}"),
         }
     }
     /// f32 elements (panics unless the array is f32).
     pub fn to_f32(&self) -> Vec<f32> {
         assert_eq!(self.dtype, "f32");
-        self.bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+        self.bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
     /// i64 elements (panics unless the array is i64).
     pub fn to_i64(&self) -> Vec<i64> {
         assert_eq!(self.dtype, "i64");
-        self.bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
+        self.bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
     /// Raw 16-bit patterns (f16 / bf16 arrays).
     pub fn bits16(&self) -> Vec<u16> {
-        assert!(self.dtype == "f16" || self.dtype == "bf16", "not a 16-bit array");
-        self.bytes.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect()
+        assert!(
+            self.dtype == "f16" || self.dtype == "bf16",
+            "not a 16-bit array"
+        );
+        self.bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
 }
 
@@ -73,26 +111,41 @@ impl Case {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("{name}: bad line {line}"));
+            let (k, v) = line
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{name}: bad line {line}"));
             kv.insert(k.to_string(), v.to_string());
         }
-        Case { name: name.to_string(), kv, dir }
+        Case {
+            name: name.to_string(),
+            kv,
+            dir,
+        }
     }
 
     pub fn get(&self, key: &str) -> &str {
-        self.kv.get(key).unwrap_or_else(|| panic!("{}: no key {key}", self.name))
+        self.kv
+            .get(key)
+            .unwrap_or_else(|| panic!("{}: no key {key}", self.name))
     }
     pub fn opt(&self, key: &str) -> Option<&str> {
         self.kv.get(key).map(String::as_str)
     }
     pub fn f64(&self, key: &str) -> f64 {
-        self.get(key).parse().unwrap_or_else(|e| panic!("{}: {key}: {e}", self.name))
+        self.get(key)
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {key}: {e}", self.name))
     }
     pub fn usize(&self, key: &str) -> usize {
-        self.get(key).parse().unwrap_or_else(|e| panic!("{}: {key}: {e}", self.name))
+        self.get(key)
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {key}: {e}", self.name))
     }
     pub fn list_f64(&self, key: &str) -> Vec<f64> {
-        self.get(key).split(',').map(|v| v.trim().parse().unwrap()).collect()
+        self.get(key)
+            .split(',')
+            .map(|v| v.trim().parse().unwrap())
+            .collect()
     }
     pub fn has_array(&self, name: &str) -> bool {
         self.kv.contains_key(&format!("array.{name}"))
@@ -102,17 +155,30 @@ impl Case {
         let mut parts = spec.split_whitespace();
         let file = parts.next().unwrap();
         let dtype = parts.next().unwrap().to_string();
-        let shape: Vec<usize> =
-            parts.next().unwrap().split(',').map(|d| d.parse().unwrap()).collect();
+        let shape: Vec<usize> = parts
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|d| d.parse().unwrap())
+            .collect();
         let bytes = std::fs::read(self.dir.join(file))
             .unwrap_or_else(|e| panic!("{}: {file}: {e}", self.name));
-        let a = Array { dtype, shape, bytes };
+        let a = Array {
+            dtype,
+            shape,
+            bytes,
+        };
         let width = match a.dtype.as_str() {
             "f64" | "i64" => 8,
             "f32" => 4,
             _ => 2,
         };
-        assert_eq!(a.bytes.len(), a.len() * width, "{}: {name}: size", self.name);
+        assert_eq!(
+            a.bytes.len(),
+            a.len() * width,
+            "{}: {name}: size",
+            self.name
+        );
         a
     }
 }
