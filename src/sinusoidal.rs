@@ -56,7 +56,7 @@ impl Sinusoidal {
     /// assert!(Sinusoidal::new(63, 10_000.0, SinusoidalLayout::Interleaved).is_err());
     /// ```
     pub fn new(d_model: usize, base: f32, layout: SinusoidalLayout) -> Result<Sinusoidal, Error> {
-        if d_model == 0 || d_model % 2 != 0 {
+        if d_model == 0 || !d_model.is_multiple_of(2) {
             return Err(Error::InvalidModelDim { d_model });
         }
         crate::freq::positive("base", base)?;
@@ -118,7 +118,7 @@ impl Sinusoidal {
     /// assert!(pe.fill(&mut t[..5], 0).is_err()); // not whole rows
     /// ```
     pub fn fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
-        if out.len() % self.d_model != 0 {
+        if !out.len().is_multiple_of(self.d_model) {
             return Err(Error::NotWholeRows {
                 what: "out",
                 len: out.len(),

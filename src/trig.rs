@@ -13,7 +13,7 @@
 //! cos/sin they produce are bitwise the scalar ones on every target.
 
 /// 2/π in f64.
-pub(crate) const TWO_OVER_PI: f64 = 0.636_619_772_367_581_4;
+pub(crate) const TWO_OVER_PI: f64 = core::f64::consts::FRAC_2_PI;
 /// π/2 = P1 + P2 + P3; P1 and P2 have 27 significant bits.
 pub(crate) const PIO2_1: f64 = 1.570_796_325_802_803;
 pub(crate) const PIO2_2: f64 = 9.920_935_739_593_517e-10;
@@ -23,12 +23,18 @@ pub(crate) const PIO2_3: f64 = 5.721_188_726_109_832e-18;
 pub(crate) const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0;
 
 /// sin(r) = r + r·z·(S1 + z·(S2 + z·S3)), z = r², |r| ≤ π/4 (Cephes `sinf`).
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const S1: f32 = -1.666_665_461_1e-1;
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const S2: f32 = 8.332_160_873_6e-3;
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const S3: f32 = -1.951_529_589_1e-4;
 /// cos(r) = 1 − z/2 + z²·(C1 + z·(C2 + z·C3)) (Cephes `cosf`).
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const C1: f32 = 4.166_664_568_298_827e-2;
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const C2: f32 = -1.388_731_625_493_765e-3;
+#[allow(clippy::excessive_precision)] // Cephes' published digits
 pub(crate) const C3: f32 = 2.443_315_711_809_948e-5;
 
 /// Reduces `angle` to `(r, q)` with `angle ≈ r + q·π/2`, `|r| ≤ π/4`, `q ∈ {0, 1, 2, 3}`.

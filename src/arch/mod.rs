@@ -9,6 +9,8 @@
 
 pub(crate) mod portable;
 pub(crate) mod scalar;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_64;
 
 use crate::element::Element;
 use crate::rope::Layout;
@@ -34,6 +36,11 @@ pub enum Backend {
     /// `wide` lanes: SSE2 on x86-64, NEON on aarch64, simd128 on wasm, or whatever
     /// `-C target-feature` the build enables. Bitwise equal to `Scalar` (no fused ops).
     Portable,
+    /// x86-64 AVX2 + FMA + F16C, selected at run time. Rotations use fused multiply-adds
+    /// (within the documented bound of `Scalar`, not bitwise); cos/sin are bitwise `Scalar`'s.
+    Avx2,
+    /// x86-64 AVX-512F (+ FMA, F16C), selected at run time; same numerics as `Avx2`.
+    Avx512,
 }
 
 impl Backend {
@@ -42,18 +49,33 @@ impl Backend {
     /// ```
     /// assert!(posenc::Backend::ALL.contains(&posenc::Backend::Scalar));
     /// ```
-    pub const ALL: &'static [Backend] = &[Backend::Scalar, Backend::Portable];
+    pub const ALL: &'static [Backend] = &[
+        Backend::Scalar,
+        Backend::Portable,
+        Backend::Avx2,
+        Backend::Avx512,
+    ];
 
-    /// The backend posenc picks for this CPU: the fastest available.
+    /// The backend posenc picks for this CPU: the fastest available (AVX-512, then AVX2,
+    /// then portable). Detected once per process and cached; with `std` at run time, without
+    /// `std` from the compile-time target features.
     ///
     /// ```
-    /// assert_eq!(posenc::Backend::active(), posenc::Backend::Portable);
+    /// let b = posenc::Backend::active();
+    /// assert!(b.is_available() && b != posenc::Backend::Scalar);
     /// ```
     pub fn active() -> Backend {
-        Backend::Portable
+        let f = features();
+        if f & AVX512 != 0 {
+            Backend::Avx512
+        } else if f & AVX2 != 0 {
+            Backend::Avx2
+        } else {
+            Backend::Portable
+        }
     }
 
-    /// Whether this backend can run here.
+    /// Whether this backend can run on this CPU and build.
     ///
     /// ```
     /// assert!(posenc::Backend::Scalar.is_available());
@@ -61,10 +83,12 @@ impl Backend {
     pub fn is_available(self) -> bool {
         match self {
             Backend::Scalar | Backend::Portable => true,
+            Backend::Avx2 => features() & AVX2 != 0,
+            Backend::Avx512 => features() & AVX512 != 0,
         }
     }
 
-    /// Short name (`"scalar"`, `"portable"`).
+    /// Short name (`"scalar"`, `"portable"`, `"avx2"`, `"avx512"`).
     ///
     /// ```
     /// assert_eq!(posenc::Backend::Portable.name(), "portable");
@@ -73,8 +97,74 @@ impl Backend {
         match self {
             Backend::Scalar => "scalar",
             Backend::Portable => "portable",
+            Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
         }
     }
+
+    /// Whether this backend's results are bitwise those of [`Backend::Scalar`] (true for
+    /// `Portable`; the x86 tiers fuse multiply-adds in the rotation and agree within the
+    /// documented bound instead).
+    ///
+    /// ```
+    /// assert!(posenc::Backend::Portable.matches_scalar_bitwise());
+    /// ```
+    pub fn matches_scalar_bitwise(self) -> bool {
+        matches!(self, Backend::Scalar | Backend::Portable)
+    }
+}
+
+const AVX2: u8 = 1;
+const AVX512: u8 = 2;
+const KNOWN: u8 = 0x80;
+
+/// The usable x86 tiers as a bit set, detected once and cached.
+fn features() -> u8 {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static CACHE: AtomicU8 = AtomicU8::new(0);
+    let f = CACHE.load(Ordering::Relaxed);
+    if f & KNOWN != 0 {
+        return f;
+    }
+    let f = detect() | KNOWN;
+    CACHE.store(f, Ordering::Relaxed);
+    f
+}
+
+#[allow(unreachable_code)]
+fn detect() -> u8 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        // Known at compile time (e.g. `-C target-cpu=native`): no detection needed.
+        let mut f = 0;
+        if cfg!(all(
+            target_feature = "avx2",
+            target_feature = "fma",
+            target_feature = "f16c"
+        )) {
+            f |= AVX2;
+        }
+        if cfg!(all(
+            target_feature = "avx512f",
+            target_feature = "avx2",
+            target_feature = "fma",
+            target_feature = "f16c"
+        )) {
+            f |= AVX512;
+        }
+        #[cfg(feature = "std")]
+        {
+            use std::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") && has!("f16c") {
+                f |= AVX2;
+                if has!("avx512f") {
+                    f |= AVX512;
+                }
+            }
+        }
+        return f;
+    }
+    0
 }
 
 /// Where the cos/sin of each token come from.
@@ -112,7 +202,7 @@ pub(crate) trait Kernels {
 
 /// The RoPE driver: per token, per chunk of pairs, cos/sin once, then every head.
 #[inline(always)]
-fn rope_with<K: Kernels, T: Element>(
+pub(crate) fn rope_with<K: Kernels, T: Element>(
     x: &mut [T],
     n_heads: usize,
     head_dim: usize,
@@ -176,11 +266,26 @@ pub(crate) fn rope<T: Element>(
         Backend::Portable => {
             rope_with::<portable::Portable, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
         }
+        // SAFETY: a Rope/Sinusoidal/table call only carries Avx2 after `is_available()`
+        // confirmed AVX2+FMA+F16C (Backend::active or with_backend).
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe {
+            x86_64::avx2::rope(x, n_heads, head_dim, rotary_dim, layout, angles)
+        },
+        // SAFETY: as above, for AVX-512F+AVX2+FMA+F16C.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => unsafe {
+            x86_64::avx512::rope(x, n_heads, head_dim, rotary_dim, layout, angles)
+        },
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => {
+            rope_with::<portable::Portable, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
+        }
     }
 }
 
 #[inline(always)]
-fn cos_sin_table_with<K: Kernels>(
+pub(crate) fn cos_sin_table_with<K: Kernels>(
     inv_freq: &[f32],
     positions: &[i32],
     cs: f32,
@@ -218,6 +323,20 @@ pub(crate) fn cos_sin_table(
         Backend::Portable => {
             cos_sin_table_with::<portable::Portable>(inv_freq, positions, cs, ss, cos, sin)
         }
+        // SAFETY: Avx2 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe {
+            x86_64::avx2::cos_sin_table(inv_freq, positions, cs, ss, cos, sin)
+        },
+        // SAFETY: Avx512 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => unsafe {
+            x86_64::avx512::cos_sin_table(inv_freq, positions, cs, ss, cos, sin)
+        },
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => {
+            cos_sin_table_with::<portable::Portable>(inv_freq, positions, cs, ss, cos, sin)
+        }
     }
 }
 
@@ -241,7 +360,7 @@ impl Rows<'_> {
 /// Sinusoidal driver: column blocks of `CHUNK` frequencies (computed once per call), then
 /// every row.
 #[inline(always)]
-fn sinusoidal_with<K: Kernels, T: Element>(
+pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
     out: &mut [T],
     d_model: usize,
     base: f64,
@@ -282,6 +401,18 @@ pub(crate) fn sinusoidal<T: Element>(
             sinusoidal_with::<scalar::Scalar, T>(out, d_model, base, layout, rows, add)
         }
         Backend::Portable => {
+            sinusoidal_with::<portable::Portable, T>(out, d_model, base, layout, rows, add)
+        }
+        // SAFETY: Avx2 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe { x86_64::avx2::sinusoidal(out, d_model, base, layout, rows, add) },
+        // SAFETY: Avx512 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => unsafe {
+            x86_64::avx512::sinusoidal(out, d_model, base, layout, rows, add)
+        },
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => {
             sinusoidal_with::<portable::Portable, T>(out, d_model, base, layout, rows, add)
         }
     }

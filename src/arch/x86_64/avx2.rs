@@ -1,0 +1,144 @@
+//! The AVX2 + FMA + F16C tier: 8 f32 lanes (`__m256`), 4 f64 lanes (`__m256d`).
+//! Safety model: see the parent module.
+#![allow(unsafe_op_in_unsafe_fn)]
+
+use super::Isa;
+use core::arch::x86_64::*;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2;
+
+impl Isa for Avx2 {
+    const LANES: usize = 8;
+    type F = __m256;
+    type D = __m256d;
+    type M = __m256;
+
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> __m256 {
+        _mm256_set1_ps(v)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m256, b: __m256) -> __m256 {
+        _mm256_add_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: __m256, b: __m256) -> __m256 {
+        _mm256_sub_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: __m256, b: __m256) -> __m256 {
+        _mm256_mul_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn neg(a: __m256) -> __m256 {
+        _mm256_xor_ps(a, _mm256_set1_ps(-0.0))
+    }
+    #[inline(always)]
+    unsafe fn swap_pairs(a: __m256) -> __m256 {
+        _mm256_permute_ps::<0b10_11_00_01>(a)
+    }
+    #[inline(always)]
+    unsafe fn eq(a: __m256, b: __m256) -> __m256 {
+        _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b)
+    }
+    #[inline(always)]
+    unsafe fn ge(a: __m256, b: __m256) -> __m256 {
+        _mm256_cmp_ps::<_CMP_GE_OQ>(a, b)
+    }
+    #[inline(always)]
+    unsafe fn or(a: __m256, b: __m256) -> __m256 {
+        _mm256_or_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn select(m: __m256, t: __m256, f: __m256) -> __m256 {
+        _mm256_blendv_ps(f, t, m)
+    }
+
+    #[inline(always)]
+    unsafe fn dsplat(v: f64) -> __m256d {
+        _mm256_set1_pd(v)
+    }
+    #[inline(always)]
+    unsafe fn dadd(a: __m256d, b: __m256d) -> __m256d {
+        _mm256_add_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn dsub(a: __m256d, b: __m256d) -> __m256d {
+        _mm256_sub_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn dmul(a: __m256d, b: __m256d) -> __m256d {
+        _mm256_mul_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn narrow(lo: __m256d, hi: __m256d) -> __m256 {
+        _mm256_insertf128_ps::<1>(
+            _mm256_castps128_ps256(_mm256_cvtpd_ps(lo)),
+            _mm256_cvtpd_ps(hi),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn load_widen(src: &[f32]) -> __m256d {
+        let src: &[f32; 4] = src[..4].try_into().unwrap();
+        _mm256_cvtps_pd(_mm_loadu_ps(src.as_ptr()))
+    }
+    #[inline(always)]
+    unsafe fn load_d(src: &[f64]) -> __m256d {
+        let src: &[f64; 4] = src[..4].try_into().unwrap();
+        _mm256_loadu_pd(src.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_f32(src: &[f32]) -> __m256 {
+        let src: &[f32; 8] = src[..8].try_into().unwrap();
+        _mm256_loadu_ps(src.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f32(v: __m256, dst: &mut [f32]) {
+        let dst: &mut [f32; 8] = (&mut dst[..8]).try_into().unwrap();
+        _mm256_storeu_ps(dst.as_mut_ptr(), v)
+    }
+    #[inline(always)]
+    unsafe fn load_f16(src: &[half::f16]) -> __m256 {
+        let src: &[half::f16; 8] = src[..8].try_into().unwrap();
+        _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn store_f16(v: __m256, dst: &mut [half::f16]) {
+        let dst: &mut [half::f16; 8] = (&mut dst[..8]).try_into().unwrap();
+        _mm_storeu_si128(
+            dst.as_mut_ptr().cast(),
+            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v),
+        )
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(src: &[half::bf16]) -> __m256 {
+        let src: &[half::bf16; 8] = src[..8].try_into().unwrap();
+        let w = _mm256_cvtepu16_epi32(_mm_loadu_si128(src.as_ptr().cast()));
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w))
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(v: __m256, dst: &mut [half::bf16]) {
+        let dst: &mut [half::bf16; 8] = (&mut dst[..8]).try_into().unwrap();
+        let x = _mm256_castps_si256(v);
+        // Round to nearest even: (x + 0x7fff + lsb) >> 16; NaN: (x >> 16) | 0x40 (quiet),
+        // exactly `half::bf16::from_f32`.
+        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
+        let rounded = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
+        let rounded = _mm256_srli_epi32::<16>(rounded);
+        let quiet = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x40));
+        let abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fff_ffff));
+        let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
+        let r = _mm256_blendv_epi8(rounded, quiet, nan);
+        // 32 → 16 bits: packus works per 128-bit lane, so gather the two low quadwords.
+        let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(r, r));
+        _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm256_castsi256_si128(packed))
+    }
+}
+
+crate::arch::x86_64::entry_points!(Avx2, "avx2,fma,f16c");

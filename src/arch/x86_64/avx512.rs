@@ -1,0 +1,148 @@
+//! The AVX-512F tier (+ F16C, FMA): 16 f32 lanes (`__m512`), 8 f64 lanes (`__m512d`).
+//!
+//! bf16 stores use integer round-to-nearest-even rather than AVX512-BF16's `vcvtneps2bf16`:
+//! that instruction treats subnormal inputs as zero, which would break the bit-for-bit
+//! agreement with `half::bf16::from_f32` the contract promises (the rounding itself is
+//! memory-bound either way).
+//! Safety model: see the parent module.
+#![allow(unsafe_op_in_unsafe_fn)]
+
+use super::Isa;
+use core::arch::x86_64::*;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512;
+
+impl Isa for Avx512 {
+    const LANES: usize = 16;
+    type F = __m512;
+    type D = __m512d;
+    type M = __mmask16;
+
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> __m512 {
+        _mm512_set1_ps(v)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m512, b: __m512) -> __m512 {
+        _mm512_add_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: __m512, b: __m512) -> __m512 {
+        _mm512_sub_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: __m512, b: __m512) -> __m512 {
+        _mm512_mul_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn neg(a: __m512) -> __m512 {
+        _mm512_castsi512_ps(_mm512_xor_si512(
+            _mm512_castps_si512(a),
+            _mm512_set1_epi32(i32::MIN),
+        ))
+    }
+    #[inline(always)]
+    unsafe fn swap_pairs(a: __m512) -> __m512 {
+        _mm512_permute_ps::<0b10_11_00_01>(a)
+    }
+    #[inline(always)]
+    unsafe fn eq(a: __m512, b: __m512) -> __mmask16 {
+        _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b)
+    }
+    #[inline(always)]
+    unsafe fn ge(a: __m512, b: __m512) -> __mmask16 {
+        _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b)
+    }
+    #[inline(always)]
+    unsafe fn or(a: __mmask16, b: __mmask16) -> __mmask16 {
+        a | b
+    }
+    #[inline(always)]
+    unsafe fn select(m: __mmask16, t: __m512, f: __m512) -> __m512 {
+        _mm512_mask_blend_ps(m, f, t)
+    }
+
+    #[inline(always)]
+    unsafe fn dsplat(v: f64) -> __m512d {
+        _mm512_set1_pd(v)
+    }
+    #[inline(always)]
+    unsafe fn dadd(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_add_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn dsub(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_sub_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn dmul(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_mul_pd(a, b)
+    }
+    #[inline(always)]
+    unsafe fn narrow(lo: __m512d, hi: __m512d) -> __m512 {
+        let lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(lo));
+        let hi = _mm256_castps_pd(_mm512_cvtpd_ps(hi));
+        _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(lo), hi))
+    }
+
+    #[inline(always)]
+    unsafe fn load_widen(src: &[f32]) -> __m512d {
+        let src: &[f32; 8] = src[..8].try_into().unwrap();
+        _mm512_cvtps_pd(_mm256_loadu_ps(src.as_ptr()))
+    }
+    #[inline(always)]
+    unsafe fn load_d(src: &[f64]) -> __m512d {
+        let src: &[f64; 8] = src[..8].try_into().unwrap();
+        _mm512_loadu_pd(src.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_f32(src: &[f32]) -> __m512 {
+        let src: &[f32; 16] = src[..16].try_into().unwrap();
+        _mm512_loadu_ps(src.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f32(v: __m512, dst: &mut [f32]) {
+        let dst: &mut [f32; 16] = (&mut dst[..16]).try_into().unwrap();
+        _mm512_storeu_ps(dst.as_mut_ptr(), v)
+    }
+    #[inline(always)]
+    unsafe fn load_f16(src: &[half::f16]) -> __m512 {
+        let src: &[half::f16; 16] = src[..16].try_into().unwrap();
+        _mm512_cvtph_ps(_mm256_loadu_si256(src.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn store_f16(v: __m512, dst: &mut [half::f16]) {
+        let dst: &mut [half::f16; 16] = (&mut dst[..16]).try_into().unwrap();
+        _mm256_storeu_si256(
+            dst.as_mut_ptr().cast(),
+            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v),
+        )
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(src: &[half::bf16]) -> __m512 {
+        let src: &[half::bf16; 16] = src[..16].try_into().unwrap();
+        let w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.as_ptr().cast()));
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(w))
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(v: __m512, dst: &mut [half::bf16]) {
+        let dst: &mut [half::bf16; 16] = (&mut dst[..16]).try_into().unwrap();
+        let x = _mm512_castps_si512(v);
+        // Round to nearest even, NaN quieted: exactly `half::bf16::from_f32` (see avx2.rs).
+        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
+        let rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+        let rounded = _mm512_srli_epi32::<16>(rounded);
+        let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x40));
+        let abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff_ffff));
+        let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+        let r = _mm512_mask_blend_epi32(nan, rounded, quiet);
+        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(r))
+    }
+}
+
+crate::arch::x86_64::entry_points!(Avx512, "avx512f,avx2,fma,f16c");

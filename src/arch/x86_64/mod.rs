@@ -1,0 +1,389 @@
+//! Runtime-dispatched x86-64 tiers: AVX2+FMA+F16C and AVX-512F(+F16C).
+//!
+//! `wide` picks its lanes at compile time and does not widen inside `#[target_feature]`
+//! functions, so these tiers are written with `core::arch`. The kernels are generic over an
+//! [`Isa`] (the vector types and the handful of operations they need) and marked
+//! `#[inline(always)]`; they are instantiated only inside the `#[target_feature]` entry points
+//! at the bottom of `avx2.rs` / `avx512.rs`, where LLVM inlines every intrinsic with the
+//! tier's features enabled.
+//!
+//! # Safety model
+//! Every `unsafe fn` in this module and its children has exactly one precondition: the CPU
+//! supports the features of the [`Isa`] involved. That holds because the only way in is
+//! through [`super::Backend`], whose tiers are selected (or accepted by `with_backend`) only
+//! after `is_x86_feature_detected!` (std) or `cfg(target_feature)` (no_std) confirmed the
+//! features. Memory accesses go through the slice-taking helpers in [`Isa`], which check
+//! lengths before touching pointers. Hence `unsafe_op_in_unsafe_fn` is allowed here: the
+//! blocks would all repeat the same argument.
+#![allow(unsafe_op_in_unsafe_fn)]
+
+pub(crate) mod avx2;
+pub(crate) mod avx512;
+
+use super::Kernels;
+use crate::element::{Dtype, Element};
+use crate::rope::Layout;
+use crate::trig::{C1, C2, C3, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI};
+use core::marker::PhantomData;
+
+/// The vector operations the kernels need. `F` has `LANES` f32 lanes; `D` has `LANES / 2`
+/// f64 lanes.
+pub(crate) trait Isa: Copy {
+    const LANES: usize;
+    type F: Copy;
+    type D: Copy;
+    type M: Copy;
+
+    unsafe fn splat(v: f32) -> Self::F;
+    unsafe fn add(a: Self::F, b: Self::F) -> Self::F;
+    unsafe fn sub(a: Self::F, b: Self::F) -> Self::F;
+    unsafe fn mul(a: Self::F, b: Self::F) -> Self::F;
+    /// `a·b + c`, fused.
+    unsafe fn fmadd(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    /// Flips the sign bit (like scalar `-x`).
+    unsafe fn neg(a: Self::F) -> Self::F;
+    /// `[x1, x0, x3, x2, …]`.
+    unsafe fn swap_pairs(a: Self::F) -> Self::F;
+    unsafe fn eq(a: Self::F, b: Self::F) -> Self::M;
+    unsafe fn ge(a: Self::F, b: Self::F) -> Self::M;
+    unsafe fn or(a: Self::M, b: Self::M) -> Self::M;
+    /// `m ? t : f` per lane.
+    unsafe fn select(m: Self::M, t: Self::F, f: Self::F) -> Self::F;
+
+    unsafe fn dsplat(v: f64) -> Self::D;
+    unsafe fn dadd(a: Self::D, b: Self::D) -> Self::D;
+    unsafe fn dsub(a: Self::D, b: Self::D) -> Self::D;
+    unsafe fn dmul(a: Self::D, b: Self::D) -> Self::D;
+    /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
+    unsafe fn narrow(lo: Self::D, hi: Self::D) -> Self::F;
+
+    /// `LANES / 2` f32 from `src[..LANES / 2]`, widened to f64.
+    unsafe fn load_widen(src: &[f32]) -> Self::D;
+    /// `LANES / 2` f64 from `src[..LANES / 2]`.
+    unsafe fn load_d(src: &[f64]) -> Self::D;
+    unsafe fn load_f32(src: &[f32]) -> Self::F;
+    unsafe fn store_f32(v: Self::F, dst: &mut [f32]);
+    unsafe fn load_f16(src: &[half::f16]) -> Self::F;
+    unsafe fn store_f16(v: Self::F, dst: &mut [half::f16]);
+    unsafe fn load_bf16(src: &[half::bf16]) -> Self::F;
+    unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]);
+}
+
+/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
+#[inline(always)]
+fn same<T: 'static, U: 'static>(x: &[T]) -> &[U] {
+    // `Any`-free identity cast: the caller matched `T::DTYPE`, and `Element` is sealed to
+    // exactly three types, so this is `&[U]` itself. Checked, not assumed:
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
+    unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<U>(), x.len()) }
+}
+
+#[inline(always)]
+fn same_mut<T: 'static, U: 'static>(x: &mut [T]) -> &mut [U] {
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
+    unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<U>(), x.len()) }
+}
+
+/// Loads `LANES` elements of any dtype as f32.
+#[inline(always)]
+unsafe fn load<I: Isa, T: Element>(src: &[T]) -> I::F {
+    match T::DTYPE {
+        Dtype::F32 => I::load_f32(same(src)),
+        Dtype::F16 => I::load_f16(same(src)),
+        Dtype::Bf16 => I::load_bf16(same(src)),
+    }
+}
+
+/// Stores `LANES` f32 lanes as `T`, rounding once to nearest even.
+#[inline(always)]
+unsafe fn store<I: Isa, T: Element>(v: I::F, dst: &mut [T]) {
+    match T::DTYPE {
+        Dtype::F32 => I::store_f32(v, same_mut(dst)),
+        Dtype::F16 => I::store_f16(v, same_mut(dst)),
+        Dtype::Bf16 => I::store_bf16(v, same_mut(dst)),
+    }
+}
+
+/// Lane version of `trig::reduce`: `(r, q)` of f64 angles, the same operations in the same
+/// order (no fusing), so cos/sin are bitwise the scalar ones.
+#[inline(always)]
+unsafe fn reduce<I: Isa>(a: I::D) -> (I::D, I::D) {
+    let magic = I::dsplat(ROUND_MAGIC);
+    let k = I::dsub(I::dadd(I::dmul(a, I::dsplat(TWO_OVER_PI)), magic), magic);
+    let r = I::dsub(a, I::dmul(k, I::dsplat(PIO2_1)));
+    let r = I::dsub(r, I::dmul(k, I::dsplat(PIO2_2)));
+    let r = I::dsub(r, I::dmul(k, I::dsplat(PIO2_3)));
+    let k4 = I::dsub(I::dmul(k, I::dsplat(0.25)), I::dsplat(0.375));
+    let k4 = I::dsub(I::dadd(k4, magic), magic);
+    let q = I::dsub(k, I::dmul(I::dsplat(4.0), k4));
+    (r, q)
+}
+
+/// `(sin, cos)` of `LANES` f64 angles given as two halves.
+#[inline(always)]
+unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
+    let (rl, ql) = reduce::<I>(lo);
+    let (rh, qh) = reduce::<I>(hi);
+    let r = I::narrow(rl, rh);
+    let q = I::narrow(ql, qh);
+    let z = I::mul(r, r);
+    // ((S3·z + S2)·z + S1)·z·r + r
+    let s = I::add(I::mul(I::splat(S3), z), I::splat(S2));
+    let s = I::add(I::mul(s, z), I::splat(S1));
+    let s = I::add(I::mul(I::mul(s, z), r), r);
+    // ((C3·z + C2)·z + C1)·z·z − 0.5·z + 1
+    let c = I::add(I::mul(I::splat(C3), z), I::splat(C2));
+    let c = I::add(I::mul(c, z), I::splat(C1));
+    let c = I::mul(I::mul(c, z), z);
+    let c = I::add(I::sub(c, I::mul(I::splat(0.5), z)), I::splat(1.0));
+    let q1 = I::eq(q, I::splat(1.0));
+    let q2 = I::eq(q, I::splat(2.0));
+    let odd = I::or(q1, I::eq(q, I::splat(3.0)));
+    let (s, c) = (I::select(odd, c, s), I::select(odd, s, c));
+    let s = I::select(I::ge(q, I::splat(2.0)), I::neg(s), s);
+    let c = I::select(I::or(q1, q2), I::neg(c), c);
+    (s, c)
+}
+
+/// The largest lane count of any tier; sizes the tail buffers.
+const MAX_LANES: usize = 16;
+
+/// Kernels of one ISA.
+pub(crate) struct Tier<I>(PhantomData<I>);
+
+impl<I: Isa> Tier<I> {
+    /// cos/sin of `LANES` pairs.
+    #[inline(always)]
+    unsafe fn cos_sin_block(
+        p: I::D,
+        w: &[f32],
+        cs: I::F,
+        ss: I::F,
+        cos: &mut [f32],
+        sin: &mut [f32],
+    ) {
+        let h = I::LANES / 2;
+        let lo = I::dmul(p, I::load_widen(&w[..h]));
+        let hi = I::dmul(p, I::load_widen(&w[h..]));
+        let (s, c) = sin_cos::<I>(lo, hi);
+        I::store_f32(I::mul(c, cs), cos);
+        I::store_f32(I::mul(s, ss), sin);
+    }
+
+    /// One block of a rotate_half head: `a[..LANES]`, `b[..LANES]`.
+    #[inline(always)]
+    unsafe fn rot_half_block<T: Element>(a: &mut [T], b: &mut [T], c: I::F, s: I::F, ns: I::F) {
+        let (x, y) = (load::<I, T>(a), load::<I, T>(b));
+        // (x·c − y·s, y·c + x·s) as fma(x, c, y·(−s)) and fma(y, c, x·s): the interleaved
+        // block below computes exactly the same two expressions per pair.
+        store::<I, T>(I::fmadd(x, c, I::mul(y, ns)), a);
+        store::<I, T>(I::fmadd(y, c, I::mul(x, s)), b);
+    }
+
+    /// One block of an interleaved head: `x[..LANES]` with expanded tables.
+    #[inline(always)]
+    unsafe fn rot_inter_block<T: Element>(x: &mut [T], cd: I::F, sd: I::F) {
+        let v = load::<I, T>(x);
+        store::<I, T>(I::fmadd(v, cd, I::mul(I::swap_pairs(v), sd)), x);
+    }
+}
+
+/// Copies `src` into the front of a zeroed `LANES`-wide buffer (tails run the vector code on
+/// padding so that every element goes through the same operations).
+#[inline(always)]
+fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
+    let mut buf = [T::default(); MAX_LANES];
+    buf[..src.len()].copy_from_slice(src);
+    buf
+}
+
+impl<I: Isa> Kernels for Tier<I> {
+    #[inline(always)]
+    fn cos_sin(p: i32, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
+        let l = I::LANES;
+        let n = w.len();
+        let nl = n / l * l;
+        // SAFETY: Tier<I> is only instantiated inside I's `#[target_feature]` entry points,
+        // which run only on CPUs with I's features (module docs).
+        unsafe {
+            let pv = I::dsplat(p as f64);
+            let (csv, ssv) = (I::splat(cs), I::splat(ss));
+            for k in (0..nl).step_by(l) {
+                Self::cos_sin_block(
+                    pv,
+                    &w[k..k + l],
+                    csv,
+                    ssv,
+                    &mut cos[k..k + l],
+                    &mut sin[k..k + l],
+                );
+            }
+            if nl < n {
+                let wt = pad(&w[nl..]);
+                let (mut ct, mut st) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
+                Self::cos_sin_block(pv, &wt[..l], csv, ssv, &mut ct[..l], &mut st[..l]);
+                cos[nl..].copy_from_slice(&ct[..n - nl]);
+                sin[nl..].copy_from_slice(&st[..n - nl]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn sin_cos_f64(p: f64, w: &[f64], sin: &mut [f32], cos: &mut [f32]) {
+        let l = I::LANES;
+        let h = l / 2;
+        let n = w.len();
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            let pv = I::dsplat(p);
+            let mut k = 0;
+            while k < n {
+                let m = l.min(n - k);
+                let mut wt = [0.0f64; MAX_LANES];
+                wt[..m].copy_from_slice(&w[k..k + m]);
+                let lo = I::dmul(pv, I::load_d(&wt[..h]));
+                let hi = I::dmul(pv, I::load_d(&wt[h..l]));
+                let (s, c) = sin_cos::<I>(lo, hi);
+                let (mut st, mut ct) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
+                I::store_f32(s, &mut st[..l]);
+                I::store_f32(c, &mut ct[..l]);
+                sin[k..k + m].copy_from_slice(&st[..m]);
+                cos[k..k + m].copy_from_slice(&ct[..m]);
+                k += m;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn rotate<T: Element>(
+        row: &mut [T],
+        head_dim: usize,
+        half: usize,
+        layout: Layout,
+        pair0: usize,
+        cos: &[f32],
+        sin: &[f32],
+    ) {
+        let l = I::LANES;
+        let n = cos.len();
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            match layout {
+                Layout::RotateHalf => {
+                    let nl = n / l * l;
+                    let (ct, st) = (pad(&cos[nl..]), pad(&sin[nl..]));
+                    for head in row.chunks_exact_mut(head_dim) {
+                        let (lo, hi) = head.split_at_mut(half);
+                        let a = &mut lo[pair0..pair0 + n];
+                        let b = &mut hi[pair0..pair0 + n];
+                        for k in (0..nl).step_by(l) {
+                            let c = I::load_f32(&cos[k..k + l]);
+                            let s = I::load_f32(&sin[k..k + l]);
+                            Self::rot_half_block(
+                                &mut a[k..k + l],
+                                &mut b[k..k + l],
+                                c,
+                                s,
+                                I::neg(s),
+                            );
+                        }
+                        if nl < n {
+                            let (mut at, mut bt) = (pad(&a[nl..]), pad(&b[nl..]));
+                            let c = I::load_f32(&ct[..l]);
+                            let s = I::load_f32(&st[..l]);
+                            Self::rot_half_block(&mut at[..l], &mut bt[..l], c, s, I::neg(s));
+                            a[nl..].copy_from_slice(&at[..n - nl]);
+                            b[nl..].copy_from_slice(&bt[..n - nl]);
+                        }
+                    }
+                }
+                Layout::Interleaved => {
+                    // cd = [c0, c0, c1, c1, …], sd = [−s0, s0, −s1, s1, …], once per token chunk.
+                    let mut cd = [0.0f32; 2 * super::CHUNK + MAX_LANES];
+                    let mut sd = [0.0f32; 2 * super::CHUNK + MAX_LANES];
+                    for (k, (&c, &s)) in cos.iter().zip(sin).enumerate() {
+                        cd[2 * k] = c;
+                        cd[2 * k + 1] = c;
+                        sd[2 * k] = -s;
+                        sd[2 * k + 1] = s;
+                    }
+                    let m = 2 * n;
+                    let ml = m / l * l;
+                    for head in row.chunks_exact_mut(head_dim) {
+                        let x = &mut head[2 * pair0..2 * pair0 + m];
+                        for k in (0..ml).step_by(l) {
+                            let c = I::load_f32(&cd[k..k + l]);
+                            let s = I::load_f32(&sd[k..k + l]);
+                            Self::rot_inter_block(&mut x[k..k + l], c, s);
+                        }
+                        if ml < m {
+                            let mut xt = pad(&x[ml..]);
+                            let c = I::load_f32(&cd[ml..ml + l]);
+                            let s = I::load_f32(&sd[ml..ml + l]);
+                            Self::rot_inter_block(&mut xt[..l], c, s);
+                            x[ml..].copy_from_slice(&xt[..m - ml]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Declares the `#[target_feature]` entry points of a tier: the generic drivers of
+/// `arch/mod.rs` instantiated with `Tier<$isa>`.
+macro_rules! entry_points {
+    ($isa:ty, $features:literal) => {
+        use crate::arch::{Angles, Rows};
+        use crate::element::Element;
+        use crate::rope::Layout;
+        use crate::sinusoidal::SinusoidalLayout;
+
+        type K = crate::arch::x86_64::Tier<$isa>;
+
+        /// # Safety
+        /// The CPU supports the tier's features.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn rope<T: Element>(
+            x: &mut [T],
+            n_heads: usize,
+            head_dim: usize,
+            rotary_dim: usize,
+            layout: Layout,
+            angles: Angles<'_>,
+        ) {
+            crate::arch::rope_with::<K, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
+        }
+
+        /// # Safety
+        /// The CPU supports the tier's features.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn cos_sin_table(
+            inv_freq: &[f32],
+            positions: &[i32],
+            cs: f32,
+            ss: f32,
+            cos: &mut [f32],
+            sin: &mut [f32],
+        ) {
+            crate::arch::cos_sin_table_with::<K>(inv_freq, positions, cs, ss, cos, sin)
+        }
+
+        /// # Safety
+        /// The CPU supports the tier's features.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn sinusoidal<T: Element>(
+            out: &mut [T],
+            d_model: usize,
+            base: f64,
+            layout: SinusoidalLayout,
+            rows: Rows<'_>,
+            add: bool,
+        ) {
+            crate::arch::sinusoidal_with::<K, T>(out, d_model, base, layout, rows, add)
+        }
+    };
+}
+pub(crate) use entry_points;
