@@ -520,7 +520,7 @@ pub fn try_check_rope_case(
         TRIG_TOL * m_o.max(1.0) + (m_o - tr.m).abs() + m_o.max(tr.m) * tr.dtheta[j]
     };
     for (ti, tr) in truths.iter().enumerate() {
-        for t in 0..s {
+        for (t, &p) in positions.iter().enumerate() {
             for i in 0..n {
                 let j = t * n + i;
                 let tol = e_cs_of(tr, j);
@@ -533,8 +533,8 @@ pub fn try_check_rope_case(
                     }
                     f.check(err <= tol, || {
                         format!(
-                            "{what} vs {} at token {t} (p={}) pair {i}: ours {ours:e} truth {truth:e} err {err:e} tol {tol:e}",
-                            tr.name, positions[t]
+                            "{what} vs {} at token {t} (p={p}) pair {i}: ours {ours:e} truth {truth:e} err {err:e} tol {tol:e}",
+                            tr.name
                         )
                     });
                 }
@@ -549,7 +549,7 @@ pub fn try_check_rope_case(
         let tc = pairs_of("cos");
         let ts = pairs_of("sin");
         let mut observed_max: f64 = 0.0;
-        for t in 0..s {
+        for (t, &p) in positions.iter().enumerate() {
             let range = t * n..(t + 1) * n;
             let obs = range
                 .clone()
@@ -568,8 +568,7 @@ pub fn try_check_rope_case(
                     st.cos_sin_torch_ratio = st.cos_sin_torch_ratio.max(err / tol);
                     f.check(err <= tol, || {
                         format!(
-                            "{what} vs torch at token {t} (p={}) pair {}: ours {ours:e} torch {torch:e} err {err:e} tol {tol:e}",
-                            positions[t],
+                            "{what} vs torch at token {t} (p={p}) pair {}: ours {ours:e} torch {torch:e} err {err:e} tol {tol:e}",
                             j - t * n
                         )
                     });
@@ -723,4 +722,275 @@ fn run<T: Store>(
         x.iter().map(|v| v.bits()).collect(),
         y.iter().map(|v| v.bits()).collect(),
     )
+}
+
+/// The sinusoidal tolerance vs the f64 formula: the contract's 2.4e-7 for the f32 sin/cos,
+/// plus 6e-8 for holding the result in f32 (a value near 1 is stored to 2^-24 = 6e-8
+/// spacing, so even a perfect table is off by half of that; a full step leaves room for the
+/// last polynomial operation rounding the other way). The angle slack, numpy's
+/// `p / 10000^(2i/d)` vs posenc's `p · 10000^(−2i/d)` both in f64, is a few f64 ulps of the
+/// angle: `4.4e-16 · |θ|` (4.4e-10 at θ = 1e6), added per position.
+pub const SIN_TOL: f64 = TRIG_TOL + 6e-8;
+
+/// What one sinusoidal case measured.
+#[derive(Clone, Debug, Default)]
+pub struct SinStats {
+    pub case: String,
+    /// Max |ours − pe_f64| (f32 output), and the max err / tol.
+    pub err: f64,
+    pub ratio: f64,
+    /// classic: at the largest position, max |numpy pe_f32 − pe_f64| and max |ours − pe_f64|.
+    pub numpy_err_at_max: f64,
+    pub ours_err_at_max: f64,
+    pub max_position: i32,
+    /// Marian: max |ours − forward_f64| over the forward rows.
+    pub forward_err: f64,
+    /// Rows compared bitwise (f16/bf16 round-once, `fill` vs `fill_positions`).
+    pub rows_bitwise: usize,
+}
+
+/// Checks one sinusoidal case; panics listing every failure.
+pub fn check_sinusoidal_case(case: &Case, pe: &Sinusoidal) -> SinStats {
+    try_check_sinusoidal_case(case, pe).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Checks one `kind=sinusoidal` case of variant `classic_interleaved` or `split_marian`
+/// against `pe` (built by the caller from `d_model`, `base` and the variant's layout):
+///
+/// * `fill_positions::<f32>` at `positions` vs `pe_f64`: `≤ SIN_TOL + 4.4e-16·|p|`;
+/// * `fill_positions::<f16>` / `::<bf16>` are bitwise `round(f32 output)` (round once);
+/// * `fill(out, first)` over each run of consecutive positions is bitwise `fill_positions`
+///   (f32, f16, bf16);
+/// * classic: numpy's f32 `pe_f32` is inaccurate at large p (angle rounded to f32): ours must
+///   be within `SIN_TOL` of `pe_f64` where numpy is ≥ 1000× further off, at the largest p,
+///   and within numpy's own per-row distance + `SIN_TOL` of `pe_f32` everywhere;
+/// * Marian: `pe_f32` is `round_f32(pe_f64)`: ours within `SIN_TOL + 3e-8`; `forward_f64` /
+///   `forward_f32` rows are positions `forward.cache_length ..`: `fill(out, cache_length)`
+///   within the same bounds.
+pub fn try_check_sinusoidal_case(case: &Case, pe: &Sinusoidal) -> Result<SinStats, String> {
+    assert_eq!(case.get("kind"), "sinusoidal", "{}: kind", case.name);
+    let name = case.name.as_str();
+    let variant = case.get("variant");
+    assert!(
+        variant == "classic_interleaved" || variant == "split_marian",
+        "{name}: variant {variant} is not implemented by posenc"
+    );
+    let d = case.usize("d_model");
+    assert_eq!(pe.d_model(), d, "{name}: d_model");
+    assert_eq!(case.usize("position_offset"), 0, "{name}: position_offset");
+    let mut f = Failures::new(name);
+    let mut st = SinStats {
+        case: name.to_string(),
+        ..SinStats::default()
+    };
+    let positions: Vec<i32> = case
+        .array("positions")
+        .to_i64()
+        .into_iter()
+        .map(|p| i32::try_from(p).expect("position fits i32"))
+        .collect();
+    let rows = positions.len();
+    let truth = case.array("pe_f64");
+    assert_eq!(truth.shape, [rows, d], "{name}: pe_f64 shape");
+    let truth = truth.to_f64();
+
+    let mut ours = vec![0f32; rows * d];
+    pe.fill_positions(&mut ours, &positions)
+        .expect("fill_positions");
+    let tol_at = |p: i32| SIN_TOL + 4.4e-16 * (p as f64).abs();
+    let row_err = |row: &[f32], want: &[f64]| -> f64 {
+        row.iter()
+            .zip(want)
+            .map(|(&o, &w)| (o as f64 - w).abs())
+            .fold(0.0, f64::max)
+    };
+    for (r, &p) in positions.iter().enumerate() {
+        let tol = tol_at(p);
+        for c in 0..d {
+            let (o, w) = (ours[r * d + c] as f64, truth[r * d + c]);
+            let err = (o - w).abs();
+            st.err = st.err.max(err);
+            st.ratio = st.ratio.max(err / tol);
+            f.check(err <= tol, || {
+                format!("pe_f64 row {r} (p={p}) col {c}: ours {o:e} truth {w:e} err {err:e}")
+            });
+        }
+    }
+
+    // Round once for f16/bf16; fill == fill_positions, for every storage type.
+    st.rows_bitwise += check_16::<f16>(&mut f, pe, &positions, &ours, "f16", |v| {
+        f16::from_f32(v).to_bits()
+    });
+    st.rows_bitwise += check_16::<bf16>(&mut f, pe, &positions, &ours, "bf16", |v| {
+        bf16::from_f32(v).to_bits()
+    });
+    st.rows_bitwise += check_fill_runs::<f32>(&mut f, pe, &positions, |v| v.to_bits());
+    st.rows_bitwise += check_fill_runs::<f16>(&mut f, pe, &positions, |v| v.to_bits() as u32);
+    st.rows_bitwise += check_fill_runs::<bf16>(&mut f, pe, &positions, |v| v.to_bits() as u32);
+
+    let pe32 = case.array("pe_f32");
+    assert_eq!(pe32.shape, [rows, d], "{name}: pe_f32 shape");
+    let pe32 = pe32.to_f64();
+    match variant {
+        "classic_interleaved" => {
+            let (rmax, &pmax) = positions
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, p)| *p)
+                .unwrap();
+            st.max_position = pmax;
+            for r in 0..rows {
+                let want = &truth[r * d..][..d];
+                let numpy = &pe32[r * d..][..d];
+                let mine = &ours[r * d..][..d];
+                let numpy_err = numpy
+                    .iter()
+                    .zip(want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                let vs_numpy = mine
+                    .iter()
+                    .zip(numpy)
+                    .map(|(&a, &b)| (a as f64 - b).abs())
+                    .fold(0.0, f64::max);
+                f.check(vs_numpy <= numpy_err + tol_at(positions[r]), || {
+                    format!("row {r}: |ours − numpy f32| {vs_numpy:e} > numpy's own error {numpy_err:e} + tol")
+                });
+                if r == rmax {
+                    st.numpy_err_at_max = numpy_err;
+                    st.ours_err_at_max = row_err(mine, want);
+                }
+            }
+            f.check(st.ours_err_at_max * 1000.0 <= st.numpy_err_at_max, || {
+                format!(
+                    "at p={pmax}: ours {:e} from pe_f64, numpy f32 {:e}: not far closer",
+                    st.ours_err_at_max, st.numpy_err_at_max
+                )
+            });
+            // Our reading of the arrays agrees with the generator's measurement.
+            if let Some(v) = case.opt("observed.f32_vs_f64.max_abs") {
+                let v: f64 = v.parse().unwrap();
+                let measured = pe32
+                    .iter()
+                    .zip(&truth)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                assert!(
+                    (measured - v).abs() <= 1e-6 * v,
+                    "{name}: observed max_abs {v:e}, measured {measured:e}"
+                );
+            }
+        }
+        "split_marian" => {
+            for (r, &p) in positions.iter().enumerate() {
+                let err = row_err(&ours[r * d..][..d], &pe32[r * d..][..d]);
+                f.check(err <= tol_at(p) + 3e-8, || {
+                    format!("pe_f32 row {r} (p={p}): err {err:e}")
+                });
+            }
+            let c0 = u32::try_from(case.usize("forward.cache_length")).unwrap();
+            let seq = case.usize("forward.seq_len");
+            let fw64 = case.array("forward_f64");
+            assert_eq!(fw64.shape, [seq, d], "{name}: forward_f64 shape");
+            let fw64 = fw64.to_f64();
+            let fw32 = case.array("forward_f32").to_f64();
+            let mut fwd = vec![0f32; seq * d];
+            pe.fill(&mut fwd, c0).expect("fill");
+            let fw_pos: Vec<i32> = (0..seq as i32).map(|t| c0 as i32 + t).collect();
+            let mut by_list = vec![0f32; seq * d];
+            pe.fill_positions(&mut by_list, &fw_pos)
+                .expect("fill_positions");
+            for t in 0..seq {
+                let p = fw_pos[t];
+                let row = &fwd[t * d..][..d];
+                let err = row_err(row, &fw64[t * d..][..d]);
+                st.forward_err = st.forward_err.max(err);
+                f.check(err <= tol_at(p), || {
+                    format!("forward_f64 row {t} (p={p}): err {err:e}")
+                });
+                let err32 = row_err(row, &fw32[t * d..][..d]);
+                f.check(err32 <= tol_at(p) + 3e-8, || {
+                    format!("forward_f32 row {t} (p={p}): err {err32:e}")
+                });
+                f.check(
+                    row.iter()
+                        .zip(&by_list[t * d..][..d])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    || format!("forward row {t}: fill(.., {c0}) != fill_positions"),
+                );
+            }
+        }
+        _ => unreachable!(),
+    }
+    f.finish(st)
+}
+
+/// `fill_positions::<T>` is bitwise `round(f32 output)`; returns the rows compared.
+fn check_16<T: Store>(
+    f: &mut Failures,
+    pe: &Sinusoidal,
+    positions: &[i32],
+    ours32: &[f32],
+    what: &str,
+    round_bits: impl Fn(f32) -> u16,
+) -> usize {
+    let d = pe.d_model();
+    let mut out = vec![T::default(); positions.len() * d];
+    pe.fill_positions(&mut out, positions)
+        .expect("fill_positions");
+    for (j, (&o, &v)) in out.iter().zip(ours32).enumerate() {
+        let want = round_bits(v) as u32;
+        f.check(o.bits() == want, || {
+            format!(
+                "{what} row {} (p={}) col {}: {:#06x}, round(f32 {v:e}) = {want:#06x}",
+                j / d,
+                positions[j / d],
+                j % d,
+                o.bits()
+            )
+        });
+    }
+    positions.len()
+}
+
+/// `fill(out, first)` over every maximal run of consecutive non-negative positions equals
+/// `fill_positions` bitwise; returns the rows compared.
+fn check_fill_runs<T: Store>(
+    f: &mut Failures,
+    pe: &Sinusoidal,
+    positions: &[i32],
+    bits: impl Fn(T) -> u32,
+) -> usize {
+    let d = pe.d_model();
+    let mut by_list = vec![T::default(); positions.len() * d];
+    pe.fill_positions(&mut by_list, positions)
+        .expect("fill_positions");
+    let mut compared = 0;
+    let mut start = 0;
+    while start < positions.len() {
+        let mut end = start + 1;
+        while end < positions.len() && positions[end] == positions[end - 1] + 1 {
+            end += 1;
+        }
+        if positions[start] >= 0 {
+            let mut run = vec![T::default(); (end - start) * d];
+            pe.fill(&mut run, positions[start] as u32).expect("fill");
+            for (k, (&a, &b)) in run.iter().zip(&by_list[start * d..end * d]).enumerate() {
+                f.check(bits(a) == bits(b), || {
+                    format!(
+                        "{:?}: fill from {} row {} col {}: {:#x} != fill_positions {:#x}",
+                        T::DTYPE,
+                        positions[start],
+                        k / d,
+                        k % d,
+                        bits(a),
+                        bits(b)
+                    )
+                });
+            }
+            compared += end - start;
+        }
+        start = end;
+    }
+    compared
 }
