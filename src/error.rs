@@ -76,7 +76,30 @@ pub enum Error {
         /// The backend asked for.
         backend: Backend,
     },
-    /// The scaling scheme is declared in the public contract but not implemented yet.
+    /// A parameter is finite but violates a constraint of its scheme that involves more than
+    /// its sign (e.g. `low_freq_factor > high_freq_factor`, YaRN `beta_slow > beta_fast`).
+    ///
+    /// ```
+    /// use posenc::{Error, Layout, Rope, RopeConfig, Scaling};
+    /// let cfg = RopeConfig::new(128, 500_000.0, Layout::RotateHalf).scaling(Scaling::Llama3 {
+    ///     factor: 8.0, low_freq_factor: 4.0, high_freq_factor: 1.0, original_max_positions: 8192,
+    /// });
+    /// let err = Rope::new(&cfg).unwrap_err();
+    /// assert!(matches!(err, Error::ParameterOutOfRange { what: "low_freq_factor", .. }));
+    /// ```
+    ParameterOutOfRange {
+        /// Which parameter.
+        what: &'static str,
+        /// What it must satisfy, e.g. "must not exceed `high_freq_factor`".
+        constraint: &'static str,
+        /// The value given.
+        value: f32,
+    },
+    /// The scaling scheme is declared in the public contract but not implemented.
+    ///
+    /// No scheme of this release returns it: every [`Scaling`](crate::Scaling) variant is
+    /// implemented. It stays so that code matching on it keeps compiling, and for schemes a
+    /// future release may declare before implementing them.
     UnsupportedScaling {
         /// The scheme's name, as in HF `rope_type`.
         rope_type: &'static str,
@@ -129,6 +152,13 @@ impl fmt::Display for Error {
                     "backend {} is not available on this CPU or build",
                     backend.name()
                 )
+            }
+            Error::ParameterOutOfRange {
+                what,
+                constraint,
+                value,
+            } => {
+                write!(f, "`{what}` {constraint}, got {value}")
             }
             Error::UnsupportedScaling { rope_type } => {
                 write!(f, "scaling scheme `{rope_type}` is not implemented yet")

@@ -33,9 +33,16 @@ pub enum Layout {
 ///
 /// Every variant is implemented. Each reproduces HuggingFace transformers 5.x
 /// (`modeling_rope_utils.py`) in HF's own mix of f32 tensor and f64 Python arithmetic, so
-/// [`Rope::inv_freq`] equals HF's f32 `inv_freq` buffer (bit for bit on every golden case) and
-/// [`Rope::attention_factor`] equals HF's `attention_scaling` rounded to f32. `d` below is the
-/// rotary dim, `b` the base, `ω_j = 1 / f32(b^(f32(2j)/f32(d)))` the unscaled frequencies.
+/// [`Rope::inv_freq`] equals HF's f32 `inv_freq` buffer and [`Rope::attention_factor`] equals
+/// HF's `attention_scaling` rounded to f32. `d` below is the rotary dim, `b` the base,
+/// `ω_j = 1 / f32(b^(f32(2j)/f32(d)))` the unscaled frequencies.
+///
+/// The one deliberate difference: posenc's `b^e` is correctly rounded to f32, while torch's CPU
+/// pow (SLEEF, ≤ 1 ulp) rounds the other way when the exact power lies within a few hundredths
+/// of an ulp of a rounding midpoint. Such a pair then differs from HF's buffer by 1 ulp (2 after
+/// LongRoPE's extra operations); on the golden vectors that is 1–2 pairs of 32–64 in 7 of the 13
+/// scaled cases, every other value is bit for bit. HF's own buffer is not portable at those
+/// pairs either: which pow torch uses depends on the CPU's vector width and the pair's index.
 ///
 /// Parameters are validated by [`Rope::new`]: factors, divisors and bases must be finite and
 /// positive ([`Error::InvalidParameter`]), counts such as `original_max_positions` non-zero
