@@ -15,6 +15,12 @@
 //!   so llama3's `2π / ω` is `f32(f32(1/ω) · f32(2π))`, not `f32(2π / ω)`.
 //! * A Python scalar combined with an f32 tensor is first rounded to f32.
 //!
+//! posenc's `q_j` is the correctly rounded `b^e`; torch's CPU pow is SLEEF's `powf_u10` in the
+//! vector body (and libm's `powf` in the tail), which rounds the other way when `b^e` lies within
+//! a few hundredths of an ulp of a midpoint. That is the only source of difference from HF's
+//! buffer on the golden vectors (1 ulp at such a pair, 2 after LongRoPE's `1/(f·q)`); emulating
+//! SLEEF would tie the result to torch's vector width instead of to the formula.
+//!
 //! Each function below names the f32/f64 split it reproduces. Degenerate parameters are refused
 //! with a typed error before anything is computed, and every result (frequencies and attention
 //! factor) is checked finite at the end, so no input makes `Rope::new` panic or return NaN.

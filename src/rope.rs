@@ -302,7 +302,9 @@ impl Yarn {
 /// `ω'_j = 1 / f32(f_j · q_j)` (f32, HF's order) with `q_j = f32(b^(2j/d))` and `f` the
 /// `long_factor` list if `use_long`, else `short_factor`. Attention factor: `attention_factor`
 /// if given; else with `s = max_positions / original_max_positions` (f64): `1` if `s ≤ 1`,
-/// else `sqrt(1 + ln s / ln original_max_positions)`.
+/// else `sqrt(1 + ln s / ln original_max_positions)`. (HF 5.x takes `s` from a `factor` entry
+/// of the config when one is present; for such a config pass the resulting
+/// `attention_factor` explicitly.)
 ///
 /// `use_long` is an explicit input because peers choose differently: HF switches to the long
 /// factors per call when `max(position) + 1 > original_max_positions` (and back), vLLM decides
