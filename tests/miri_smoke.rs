@@ -1,0 +1,120 @@
+//! A small, fast pass over every backend, dtype, layout and entry point, sized for Miri
+//! (`cargo +nightly miri test --test miri_smoke`): it checks memory safety of the kernels
+//! (tails, padding, chunking, partial rotary) and the cross-backend contract on tiny shapes.
+//! Under Miri the x86 tiers are available only when compiled in with `-C target-feature`,
+//! which CI does to run the AVX2 and AVX-512 kernels on Miri's model of the intrinsics.
+
+use posenc::{
+    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
+    bf16, f16,
+};
+
+fn data<T: Element>(n: usize, seed: u32) -> Vec<T> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            T::from_f32((s % 2001) as f32 / 1000.0 - 1.0)
+        })
+        .collect()
+}
+
+/// Each output within a few roundings of `want` (bitwise when `bitwise`); inputs are in
+/// [-1, 1], so `scale` roundings of magnitude ≤ 1 bound the difference.
+fn close<T: Element>(backend: Backend, bitwise: bool, got: &[T], want: &[T], scale: f32) {
+    for (g, w) in got.iter().zip(want) {
+        let (g, w) = (g.to_f32(), w.to_f32());
+        if bitwise {
+            assert_eq!(g.to_bits(), w.to_bits(), "{backend:?}");
+        } else {
+            let ulp = match T::DTYPE {
+                posenc::Dtype::F32 => f32::EPSILON,
+                posenc::Dtype::F16 => 2f32.powi(-10),
+                posenc::Dtype::Bf16 => 2f32.powi(-7),
+            };
+            assert!((g - w).abs() <= ulp * scale * 2.0, "{backend:?}: {g} vs {w}");
+        }
+    }
+}
+
+fn rope_case<T: Element>(layout: Layout, head_dim: usize, rotary_dim: usize) {
+    let cfg = RopeConfig::new(head_dim, 10_000.0, layout).rotary_dim(rotary_dim);
+    let rope = Rope::new(&cfg).unwrap();
+    let (tokens, heads) = (2, 3);
+    let positions = [-3, 70_000];
+    let x0: Vec<T> = data(tokens * heads * head_dim, head_dim as u32);
+    let mut want = x0.clone();
+    rope.with_backend(Backend::Scalar).unwrap().apply(&mut want, heads, &positions).unwrap();
+    let half = rotary_dim / 2;
+    let (mut cos, mut sin) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
+    rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
+    for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
+        let r = rope.with_backend(b).unwrap();
+        let mut x = x0.clone();
+        r.apply(&mut x, heads, &positions).unwrap();
+        close(b, b.matches_scalar_bitwise(), &x, &want, 4.0);
+        r.apply_inverse(&mut x, heads, &positions).unwrap();
+        close(b, false, &x, &x0, 8.0);
+        let mut y = x0.clone();
+        apply_with_table_on(b, &mut y, heads, head_dim, layout, &cos, &sin).unwrap();
+        close(b, b.matches_scalar_bitwise(), &y, &want, 4.0);
+        let (mut c2, mut s2) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
+        r.fill_cos_sin(&positions, &mut c2, &mut s2).unwrap();
+        assert_eq!(c2, cos, "{b:?}: cos/sin tables are bitwise identical on every backend");
+        assert_eq!(s2, sin);
+        for t in 0..tokens * heads {
+            let row = t * head_dim;
+            assert!(x0[row + rotary_dim..row + head_dim] == y[row + rotary_dim..row + head_dim]);
+        }
+    }
+}
+
+#[test]
+fn rope_every_backend_dtype_layout_tail() {
+    for layout in [Layout::Interleaved, Layout::RotateHalf] {
+        for (hd, rd) in [(2, 2), (6, 4), (18, 18), (40, 34), (64, 64)] {
+            rope_case::<f32>(layout, hd, rd);
+            rope_case::<f16>(layout, hd, rd);
+            rope_case::<bf16>(layout, hd, rd);
+        }
+    }
+}
+
+#[test]
+fn rotary_dim_above_one_chunk() {
+    // 160 pairs: three chunks of cos/sin per token, the last one short.
+    rope_case::<f32>(Layout::RotateHalf, 320, 320);
+    rope_case::<bf16>(Layout::Interleaved, 322, 320);
+}
+
+#[test]
+fn sinusoidal_every_backend() {
+    for layout in [SinusoidalLayout::Interleaved, SinusoidalLayout::Split] {
+        for d in [2, 10, 36] {
+            let pe = Sinusoidal::new(d, 10_000.0, layout).unwrap();
+            let mut want = vec![0f32; 3 * d];
+            pe.with_backend(Backend::Scalar).unwrap().fill(&mut want, 5).unwrap();
+            for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
+                let p = pe.with_backend(b).unwrap();
+                let mut got = vec![0f32; 3 * d];
+                p.fill(&mut got, 5).unwrap();
+                assert_eq!(got, want, "{b:?}");
+                let mut h = vec![bf16::from_f32(0.25); 3 * d];
+                p.add(&mut h, &[5, 6, 7]).unwrap();
+                for (g, w) in h.iter().zip(&want) {
+                    assert_eq!(*g, bf16::from_f32(0.25 + w));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_leave_buffers_alone() {
+    let rope = Rope::new(&RopeConfig::new(8, 10_000.0, Layout::RotateHalf)).unwrap();
+    let mut x = vec![f16::from_f32(1.5); 17];
+    assert!(rope.apply(&mut x, 2, &[0]).is_err());
+    assert!(x.iter().all(|v| v.to_f32() == 1.5));
+}
