@@ -16,6 +16,19 @@
 //! rope.apply(&mut k, 8, &positions).unwrap();
 //! ```
 //!
+//! ## Companions
+//! * **ALiBi** ([`alibi_slopes`], [`alibi_bias`]): BLOOM's f32 slopes bit for bit for any head
+//!   count, and the `[heads, q, k]` bias of any query × key block ([`Positions`]: lists or
+//!   ranges, so a KV-cache block at an offset needs no buffer), symmetric or causal, in f32,
+//!   f16 or bf16; [`alibi_positions_from_mask`] reproduces BLOOM's padded `build_alibi_tensor`.
+//! * **T5 relative buckets** ([`T5Buckets`], [`t5_bucket`]): HF's `_relative_position_bucket`
+//!   in HF's own f32 order of operations, bidirectional or causal, for one distance, a block,
+//!   or the gathered `[heads, q, k]` bias.
+//! * **Layout permutation** ([`permute_to_rotate_half`], [`permute_weight_to_rotate_half`] and
+//!   their inverses and in-place forms): interleaved ↔ rotate_half for activations and for Q/K
+//!   projection rows (HF's Meta → HF `permute`, llama.cpp's HF → GGUF inverse), with GQA and
+//!   partial rotary explicit.
+//!
 //! ## Numerics
 //! * `inv_freq` is f32, computed in the frameworks' order: HF's buffer bit for bit.
 //! * Angles are exact: `p · ω` is formed in f64 (exact for |p| < 2^29) and reduced modulo π/2
@@ -41,21 +54,35 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod alibi;
 mod arch;
 mod element;
 mod error;
 mod freq;
+mod permute;
 mod rope;
 mod sinusoidal;
+mod t5;
 mod trig;
 
+pub use alibi::{
+    AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
+    alibi_slopes_max_bias,
+};
 pub use arch::Backend;
 pub use element::{Dtype, Element};
 pub use error::Error;
 pub use half::{bf16, f16};
+pub use permute::{
+    permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
+    permute_to_rotate_half_in_place, permute_weight_to_interleaved,
+    permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
+    permute_weight_to_rotate_half_in_place,
+};
 pub use rope::{
     Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling, Yarn, apply_with_table,
     apply_with_table_on,
 };
 pub use sinusoidal::{Sinusoidal, SinusoidalLayout};
+pub use t5::{T5Buckets, t5_bucket};
 pub use trig::sin_cos_exact;
