@@ -23,11 +23,12 @@ fn data<T: Element>(n: usize, seed: u32) -> Vec<T> {
 
 /// Each output within a few roundings of `want` (bitwise when `bitwise`); inputs are in
 /// [-1, 1], so `scale` roundings of magnitude ≤ 1 bound the difference.
+#[track_caller]
 fn close<T: Element>(backend: Backend, bitwise: bool, got: &[T], want: &[T], scale: f32) {
     for (g, w) in got.iter().zip(want) {
         let (g, w) = (g.to_f32(), w.to_f32());
         if bitwise {
-            assert_eq!(g.to_bits(), w.to_bits(), "{backend:?}");
+            assert_eq!(g.to_bits(), w.to_bits(), "{backend:?} {}", core::any::type_name::<T>());
         } else {
             let ulp = match T::DTYPE {
                 posenc::Dtype::F32 => f32::EPSILON,
