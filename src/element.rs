@@ -132,8 +132,9 @@ impl Element for bf16 {
     const DTYPE: Dtype = Dtype::Bf16;
     #[inline(always)]
     fn to_f32(self) -> f32 {
-        // Exact: a bf16 is the top half of an f32.
-        f32::from_bits((self.to_bits() as u32) << 16)
+        // The top half of an f32, except that a signalling NaN is quieted (bit 22 set), as
+        // `half` does: conversions match `half` bit for bit.
+        bf16::to_f32(self)
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {

@@ -56,6 +56,7 @@ extern crate std;
 
 mod alibi;
 mod arch;
+mod axes;
 mod element;
 mod error;
 mod freq;
@@ -64,12 +65,14 @@ mod rope;
 mod sinusoidal;
 mod t5;
 mod trig;
+mod view;
 
 pub use alibi::{
     AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
     alibi_slopes_max_bias,
 };
-pub use arch::Backend;
+pub use arch::{Backend, memory_ceiling_pass};
+pub use axes::Axes;
 pub use element::{Dtype, Element};
 pub use error::Error;
 pub use half::{bf16, f16};
@@ -80,9 +83,10 @@ pub use permute::{
     permute_weight_to_rotate_half_in_place,
 };
 pub use rope::{
-    Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling, Yarn, apply_with_table,
+    Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling, Yarn, apply_with_table,
     apply_with_table_on,
 };
 pub use sinusoidal::{Sinusoidal, SinusoidalLayout};
 pub use t5::{T5Buckets, t5_bucket};
 pub use trig::sin_cos_exact;
+pub use view::{MAX_VIEWS, View};

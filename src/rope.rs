@@ -1,9 +1,11 @@
 //! Rotary position embedding: configuration, validation and the public entry points.
 
-use crate::arch::{self, Angles, Backend};
+use crate::arch::{self, Angles, Backend, Job, Positions, Span, Target};
+use crate::axes::Axes;
 use crate::element::Element;
 use crate::error::Error;
 use crate::freq;
+use crate::view::{self, MAX_VIEWS, View};
 use core::fmt;
 
 /// The largest `rotary_dim` a [`Rope`] supports: its frequencies live inline (no heap), in
@@ -354,7 +356,7 @@ pub struct LongRope<'a> {
 pub struct RopeConfig<'a> {
     /// Channels per head.
     pub head_dim: usize,
-    /// Leading channels of each head that rotate (`≤ head_dim`, even).
+    /// Channels of each head that rotate (even, `rotary_offset + rotary_dim ≤ head_dim`).
     pub rotary_dim: usize,
     /// `rope_theta`.
     pub base: f32,
@@ -362,6 +364,10 @@ pub struct RopeConfig<'a> {
     pub layout: Layout,
     /// Frequency scaling.
     pub scaling: Scaling<'a>,
+    /// First rotating channel (0 unless set; ggml's `rope_set_offset`).
+    pub rotary_offset: usize,
+    /// How many positions a token has and which pair follows which (plain, M-RoPE, 2-D).
+    pub axes: Axes,
 }
 
 impl<'a> RopeConfig<'a> {
@@ -378,11 +384,13 @@ impl<'a> RopeConfig<'a> {
             base,
             layout,
             scaling: Scaling::None,
+            rotary_offset: 0,
+            axes: Axes::Single,
         }
     }
 
-    /// Rotates only the first `rotary_dim` channels of each head; the rest are left
-    /// bit-for-bit untouched.
+    /// Rotates only `rotary_dim` channels of each head (the first ones unless
+    /// [`RopeConfig::rotary_offset`] moves the window); the rest are left bit-for-bit untouched.
     ///
     /// ```
     /// let cfg = posenc::RopeConfig::new(256, 1e4, posenc::Layout::Interleaved).rotary_dim(64);
@@ -390,6 +398,25 @@ impl<'a> RopeConfig<'a> {
     /// ```
     pub fn rotary_dim(self, rotary_dim: usize) -> Self {
         RopeConfig { rotary_dim, ..self }
+    }
+
+    /// Rotates channels `offset .. offset + rotary_dim` instead of the first ones (ggml's
+    /// `rope_set_offset`, DeepSeek-style layouts with a non-rotary prefix).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let cfg = RopeConfig::new(8, 1e4, Layout::RotateHalf).rotary_dim(4).rotary_offset(4);
+    /// let rope = Rope::new(&cfg).unwrap();
+    /// let mut x = [1.0f32; 8];
+    /// rope.apply(&mut x, 1, &[3]).unwrap();
+    /// assert_eq!(&x[..4], &[1.0; 4]); // the prefix is untouched
+    /// assert_ne!(x[4], 1.0);
+    /// ```
+    pub fn rotary_offset(self, offset: usize) -> Self {
+        RopeConfig {
+            rotary_offset: offset,
+            ..self
+        }
     }
 
     /// Sets the frequency-scaling scheme.
@@ -402,13 +429,53 @@ impl<'a> RopeConfig<'a> {
     pub fn scaling(self, scaling: Scaling<'a>) -> Self {
         RopeConfig { scaling, ..self }
     }
+
+    /// Sets the position axes (M-RoPE sections, 2-D vision RoPE).
+    ///
+    /// ```
+    /// use posenc::{Axes, Layout, RopeConfig};
+    /// // Qwen2-VL: 64 pairs split 16 (t) / 24 (h) / 24 (w).
+    /// let cfg = RopeConfig::new(128, 1e6, Layout::RotateHalf).axes(Axes::MRope { sections: [16, 24, 24] });
+    /// assert_eq!(cfg.axes.count(), 3);
+    /// ```
+    pub fn axes(self, axes: Axes) -> Self {
+        RopeConfig { axes, ..self }
+    }
+}
+
+/// How a rotation rounds in f16/bf16 (and whether f32 uses fused multiply-adds).
+///
+/// The default, [`Rounding::Once`], is posenc's contract: exact angles, f32 arithmetic, one
+/// rounding on store. The `Hf*` modes reproduce HuggingFace's eager arithmetic instead, so a
+/// runtime can match HF outputs bit for bit where HF is the reference: angles are the f32
+/// product `f32(p)·ω` (as `position_ids.float() @ inv_freq` forms them), cos/sin are rounded
+/// to the storage type, and the rotation is unfused.
+///
+/// ```
+/// use posenc::{Layout, Rope, RopeConfig, Rounding};
+/// let rope = Rope::new(&RopeConfig::new(64, 1e4, Layout::RotateHalf)).unwrap()
+///     .with_rounding(Rounding::HfEager);
+/// let mut q = vec![posenc::bf16::from_f32(0.5); 64];
+/// rope.apply(&mut q, 1, &[7]).unwrap();
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Rounding {
+    /// Exact angles, compute in f32, round once on store (the default).
+    #[default]
+    Once,
+    /// HF eager (Llama, NeoX, Phi-3, GPT-J, …): each of `q·cos`, `rotate_half(q)·sin` and
+    /// their sum is computed in f32 and rounded to the storage type (three roundings).
+    HfEager,
+    /// HF with upcast (Cohere): rounded cos/sin, the rotation in unfused f32, one rounding.
+    HfUpcast,
 }
 
 /// A resolved RoPE: frequencies computed once, no lifetime, no heap.
 ///
 /// `x` arguments are token-major, `tokens × n_heads × head_dim`, contiguous; `positions` has
 /// one `i32` per token (negative positions rotate backwards). cos/sin are computed once per
-/// token and shared by all heads.
+/// token and shared by all heads. Strided buffers (fused QKV, head-major) go through
+/// [`Rope::apply_views`].
 ///
 /// ```
 /// use posenc::{Layout, Rope, RopeConfig};
@@ -423,9 +490,13 @@ impl<'a> RopeConfig<'a> {
 pub struct Rope {
     head_dim: usize,
     rotary_dim: usize,
+    rotary_offset: usize,
     layout: Layout,
     attention_factor: f32,
     backend: Backend,
+    rounding: Rounding,
+    axes: Axes,
+    axis: [u8; MAX_PAIRS],
     inv_freq: [f32; MAX_PAIRS],
 }
 
@@ -434,9 +505,12 @@ impl fmt::Debug for Rope {
         f.debug_struct("Rope")
             .field("head_dim", &self.head_dim)
             .field("rotary_dim", &self.rotary_dim)
+            .field("rotary_offset", &self.rotary_offset)
             .field("layout", &self.layout)
             .field("attention_factor", &self.attention_factor)
             .field("backend", &self.backend)
+            .field("rounding", &self.rounding)
+            .field("axes", &self.axes)
             .field("inv_freq", &self.inv_freq())
             .finish()
     }
@@ -497,6 +571,7 @@ impl Rope {
     /// ```
     pub fn new(config: &RopeConfig<'_>) -> Result<Rope, Error> {
         check_dims(config.head_dim, config.rotary_dim)?;
+        check_offset(config.head_dim, config.rotary_dim, config.rotary_offset)?;
         let mut inv_freq = [0.0f32; MAX_PAIRS];
         let attention_factor = freq::resolve(
             config.base,
@@ -504,13 +579,69 @@ impl Rope {
             &config.scaling,
             &mut inv_freq,
         )?;
+        let mut axis = [0u8; MAX_PAIRS];
+        config.axes.resolve(
+            config.rotary_dim,
+            &config.scaling,
+            config.base,
+            &mut inv_freq,
+            &mut axis,
+        )?;
         Ok(Rope {
             head_dim: config.head_dim,
             rotary_dim: config.rotary_dim,
+            rotary_offset: config.rotary_offset,
             layout: config.layout,
             attention_factor,
             backend: Backend::active(),
+            rounding: Rounding::Once,
+            axes: config.axes,
+            axis,
             inv_freq,
+        })
+    }
+
+    /// A rope from frequencies the caller already has (e.g. a checkpoint's `inv_freq`
+    /// buffer or a GGUF `rope_freqs`-derived vector), so a runtime can match any framework bit
+    /// for bit. `rotary_dim = 2 · inv_freq.len()`; every frequency must be finite and ≥ 0 and
+    /// the attention factor finite and > 0.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let hf = Rope::new(&RopeConfig::new(64, 1e4, Layout::RotateHalf)).unwrap();
+    /// let mine = Rope::from_inv_freq(64, Layout::RotateHalf, hf.inv_freq(), 1.0).unwrap();
+    /// assert_eq!(mine.inv_freq(), hf.inv_freq());
+    /// ```
+    pub fn from_inv_freq(
+        head_dim: usize,
+        layout: Layout,
+        inv_freq: &[f32],
+        attention_factor: f32,
+    ) -> Result<Rope, Error> {
+        let rotary_dim = inv_freq.len().checked_mul(2).ok_or(Error::ShapeOverflow)?;
+        check_dims(head_dim, rotary_dim)?;
+        freq::positive("attention_factor", attention_factor)?;
+        let mut table = [0.0f32; MAX_PAIRS];
+        for (t, &w) in table.iter_mut().zip(inv_freq) {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(Error::InvalidParameter {
+                    what: "inv_freq",
+                    value: w,
+                });
+            }
+            *t = w;
+        }
+        Ok(Rope {
+            head_dim,
+            rotary_dim,
+            rotary_offset: 0,
+            layout,
+            attention_factor,
+            backend: Backend::active(),
+            rounding: Rounding::Once,
+            axes: Axes::Single,
+            axis: [0; MAX_PAIRS],
+            inv_freq: table,
         })
     }
 
@@ -527,6 +658,27 @@ impl Rope {
             return Err(Error::BackendUnavailable { backend });
         }
         Ok(Rope { backend, ..self })
+    }
+
+    /// The same rope with another [`Rounding`] mode for [`Rope::apply`] and its relatives.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Rounding};
+    /// let rope = Rope::new(&RopeConfig::new(64, 1e4, Layout::RotateHalf)).unwrap();
+    /// assert_eq!(rope.with_rounding(Rounding::HfEager).rounding(), Rounding::HfEager);
+    /// ```
+    pub fn with_rounding(self, rounding: Rounding) -> Rope {
+        Rope { rounding, ..self }
+    }
+
+    /// The rounding mode.
+    ///
+    /// ```
+    /// let rope = posenc::Rope::new(&posenc::RopeConfig::new(8, 1e4, posenc::Layout::RotateHalf)).unwrap();
+    /// assert_eq!(rope.rounding(), posenc::Rounding::Once);
+    /// ```
+    pub fn rounding(&self) -> Rounding {
+        self.rounding
     }
 
     /// The backend this rope runs on.
@@ -559,6 +711,16 @@ impl Rope {
         self.rotary_dim
     }
 
+    /// First rotating channel.
+    ///
+    /// ```
+    /// let rope = posenc::Rope::new(&posenc::RopeConfig::new(64, 1e4, posenc::Layout::RotateHalf)).unwrap();
+    /// assert_eq!(rope.rotary_offset(), 0);
+    /// ```
+    pub fn rotary_offset(&self) -> usize {
+        self.rotary_offset
+    }
+
     /// The channel pairing.
     ///
     /// ```
@@ -567,6 +729,16 @@ impl Rope {
     /// ```
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// The position axes.
+    ///
+    /// ```
+    /// let rope = posenc::Rope::new(&posenc::RopeConfig::new(64, 1e4, posenc::Layout::RotateHalf)).unwrap();
+    /// assert_eq!(rope.axes(), posenc::Axes::Single);
+    /// ```
+    pub fn axes(&self) -> Axes {
+        self.axes
     }
 
     /// The `rotary_dim / 2` frequencies, exactly as used (f32, in the frameworks' order of
@@ -590,14 +762,38 @@ impl Rope {
         self.attention_factor
     }
 
-    fn check(&self, x_len: usize, n_heads: usize, tokens: usize) -> Result<(), Error> {
-        check_rows(x_len, n_heads, self.head_dim, tokens).map(|_| ())
+    /// The span of a contiguous token-major buffer of `n_heads` heads.
+    fn contiguous(&self, n_heads: usize) -> Span {
+        Span {
+            n_heads,
+            token_stride: n_heads * self.head_dim,
+            head_stride: self.head_dim,
+            offset: self.rotary_offset,
+        }
+    }
+
+    fn job<'a>(&'a self, positions: Positions<'a>, tokens: usize, cs: f32, ss: f32) -> Job<'a> {
+        let hf = self.rounding != Rounding::Once;
+        Job {
+            tokens,
+            rotary_dim: self.rotary_dim,
+            layout: self.layout,
+            angles: Angles::Freq {
+                inv_freq: self.inv_freq(),
+                positions,
+                cs,
+                ss,
+                f32_angle: hf,
+            },
+            round: self.rounding,
+        }
     }
 
     /// Rotates `x` (`tokens × n_heads × head_dim`) in place by the angles of `positions`.
     ///
     /// Each output is `m·(a·cos θ − b·sin θ)` / `m·(b·cos θ + a·sin θ)` with `θ = p · ω` exact
-    /// and `m` the attention factor; computed in f32, rounded once to `T`.
+    /// and `m` the attention factor; computed in f32, rounded once to `T`. On a multi-axis rope
+    /// every axis takes the token's one position (text tokens).
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
@@ -612,9 +808,11 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        self.check(x.len(), n_heads, positions.len())?;
+        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
         let m = self.attention_factor;
-        self.run(x, n_heads, positions, m, m)
+        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
+        self.run(x, &[self.contiguous(n_heads)], &job);
+        Ok(())
     }
 
     /// Undoes [`Rope::apply`]: rotates by `−θ` and divides by the attention factor.
@@ -634,39 +832,157 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        self.check(x.len(), n_heads, positions.len())?;
+        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
         let inv = 1.0 / self.attention_factor;
-        self.run(x, n_heads, positions, inv, -inv)
-    }
-
-    fn run<T: Element>(
-        &self,
-        x: &mut [T],
-        n_heads: usize,
-        positions: &[i32],
-        cos_scale: f32,
-        sin_scale: f32,
-    ) -> Result<(), Error> {
-        let angles = Angles::Freq {
-            inv_freq: self.inv_freq(),
-            positions,
-            cos_scale,
-            sin_scale,
-        };
-        arch::rope(
-            self.backend,
-            x,
-            n_heads,
-            self.head_dim,
-            self.rotary_dim,
-            self.layout,
-            angles,
-        );
+        let job = self.job(Positions::Plain(positions), positions.len(), inv, -inv);
+        self.run(x, &[self.contiguous(n_heads)], &job);
         Ok(())
     }
 
+    /// Shifts keys already rotated to position `p` to `p + delta` (a KV-cache shift after
+    /// dropping or inserting tokens): a pure rotation by `delta · ω`, *without* the attention
+    /// factor, which the keys already carry. `shift(d1)` then `shift(d2)` equals `shift(d1 + d2)`
+    /// within the rotation bound, and `shift(apply(x, p), d)` equals `apply(x, p + d)`.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+    /// let x0 = [0.3f32, -1.0, 0.5, 2.0, 1.0, 0.0, -0.5, 0.25];
+    /// let (mut a, mut b) = (x0, x0);
+    /// rope.apply(&mut a, 1, &[100]).unwrap();
+    /// rope.shift(&mut a, 1, &[-58]).unwrap();
+    /// rope.apply(&mut b, 1, &[42]).unwrap();
+    /// for (u, v) in a.iter().zip(&b) { assert!((u - v).abs() < 1e-5); }
+    /// ```
+    pub fn shift<T: Element>(
+        &self,
+        k: &mut [T],
+        n_heads: usize,
+        deltas: &[i32],
+    ) -> Result<(), Error> {
+        check_rows(k.len(), n_heads, self.head_dim, deltas.len())?;
+        let job = self.job(Positions::Plain(deltas), deltas.len(), 1.0, 1.0);
+        self.run(k, &[self.contiguous(n_heads)], &job);
+        Ok(())
+    }
+
+    /// Rotates a query and a key buffer (different head counts, as in GQA/MQA) with the
+    /// cos/sin computed once per token. Both are token-major and contiguous.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf)).unwrap();
+    /// let (mut q, mut k) = (vec![0.5f32; 2 * 32 * 128], vec![0.5f32; 2 * 8 * 128]);
+    /// rope.apply_qk(&mut q, 32, &mut k, 8, &[10, 11]).unwrap();
+    /// let mut k2 = vec![0.5f32; 2 * 8 * 128];
+    /// rope.apply(&mut k2, 8, &[10, 11]).unwrap();
+    /// assert_eq!(k, k2);
+    /// ```
+    pub fn apply_qk<T: Element>(
+        &self,
+        q: &mut [T],
+        n_q_heads: usize,
+        k: &mut [T],
+        n_kv_heads: usize,
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        check_rows(q.len(), n_q_heads, self.head_dim, positions.len())?;
+        check_rows(k.len(), n_kv_heads, self.head_dim, positions.len())
+            .map_err(|e| rename(e, "k"))?;
+        let m = self.attention_factor;
+        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
+        let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
+        let mut targets = [Target { x: q, spans: &qs }, Target { x: k, spans: &ks }];
+        arch::rope(self.backend, &mut targets, &job);
+        Ok(())
+    }
+
+    /// Rotates the heads described by `views` inside one buffer (a fused QKV buffer, a
+    /// head-major `[heads, tokens, head_dim]` tensor, a slice of a larger arena), computing
+    /// cos/sin once per token for all of them. Every view is validated first: in bounds, and
+    /// no two heads overlap (see [`View`]).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, View};
+    /// // A fused QKV row per token: 4 q heads, 2 k heads, 2 v heads of 8 channels.
+    /// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+    /// let tokens = 3;
+    /// let row = (4 + 2 + 2) * 8;
+    /// let mut qkv = vec![0.25f32; tokens * row];
+    /// let q = View { n_heads: 4, token_stride: row, head_stride: 8, offset: 0 };
+    /// let k = View { n_heads: 2, token_stride: row, head_stride: 8, offset: 32 };
+    /// rope.apply_views(&mut qkv, &[q, k], &[0, 1, 2]).unwrap();
+    /// assert_eq!(&qkv[48..64], &[0.25; 16]); // v untouched
+    /// ```
+    pub fn apply_views<T: Element>(
+        &self,
+        x: &mut [T],
+        views: &[View],
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        let mut spans = [Span {
+            n_heads: 0,
+            token_stride: 0,
+            head_stride: 0,
+            offset: 0,
+        }; MAX_VIEWS];
+        let n = view::validate(views, x.len(), self.head_dim, positions.len(), &mut spans)?;
+        for s in &mut spans[..n] {
+            s.offset += self.rotary_offset;
+        }
+        let m = self.attention_factor;
+        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
+        self.run(x, &spans[..n], &job);
+        Ok(())
+    }
+
+    /// Rotates `x` with several positions per token (M-RoPE `[t, h, w]`, 2-D vision
+    /// `[row, col]`): pair `j` uses the axis [`Axes`] assigns it. `A` must equal
+    /// `self.axes().count()`; tokens whose axes all equal `p` get exactly (bitwise) the
+    /// rotation [`Rope::apply`] gives at `p`.
+    ///
+    /// ```
+    /// use posenc::{Axes, Layout, Rope, RopeConfig};
+    /// let cfg = RopeConfig::new(16, 1e4, Layout::RotateHalf).axes(Axes::MRope { sections: [2, 3, 3] });
+    /// let rope = Rope::new(&cfg).unwrap();
+    /// let (mut a, mut b) = (vec![0.5f32; 16], vec![0.5f32; 16]);
+    /// rope.apply_axes(&mut a, 1, &[[9, 9, 9]]).unwrap();
+    /// rope.apply(&mut b, 1, &[9]).unwrap();
+    /// assert_eq!(a, b); // a text token is plain RoPE
+    /// ```
+    pub fn apply_axes<T: Element, const A: usize>(
+        &self,
+        x: &mut [T],
+        n_heads: usize,
+        positions: &[[i32; A]],
+    ) -> Result<(), Error> {
+        let n_axes = self.axes.count();
+        if A != n_axes {
+            return Err(Error::LengthMismatch {
+                what: "positions axes",
+                expected: n_axes,
+                actual: A,
+            });
+        }
+        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
+        let pos = Positions::Axes {
+            pos: positions.as_flattened(),
+            n_axes,
+            axis: &self.axis[..self.rotary_dim / 2],
+        };
+        let m = self.attention_factor;
+        let job = self.job(pos, positions.len(), m, m);
+        self.run(x, &[self.contiguous(n_heads)], &job);
+        Ok(())
+    }
+
+    fn run<T: Element>(&self, x: &mut [T], spans: &[Span], job: &Job<'_>) {
+        let mut targets = [Target { x, spans }];
+        arch::rope(self.backend, &mut targets, job);
+    }
+
     /// Writes the cos/sin tables for `positions`: `tokens × rotary_dim/2` each, attention
-    /// factor included, the exact-angle values the apply path uses.
+    /// factor included, the exact-angle values [`Rounding::Once`] uses.
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
@@ -704,6 +1020,32 @@ impl Rope {
         let m = self.attention_factor;
         arch::cos_sin_table(self.backend, self.inv_freq(), positions, m, m, cos, sin);
         Ok(())
+    }
+}
+
+/// Renames the buffer an error speaks of (for calls that take two).
+fn rename(e: Error, what: &'static str) -> Error {
+    match e {
+        Error::LengthMismatch {
+            expected, actual, ..
+        } => Error::LengthMismatch {
+            what,
+            expected,
+            actual,
+        },
+        other => other,
+    }
+}
+
+/// Validates the rotary window `offset .. offset + rotary_dim` inside a head.
+fn check_offset(head_dim: usize, rotary_dim: usize, offset: usize) -> Result<(), Error> {
+    match offset.checked_add(rotary_dim) {
+        Some(end) if end <= head_dim => Ok(()),
+        _ => Err(Error::ParameterOutOfRange {
+            what: "rotary_offset",
+            constraint: "must keep rotary_offset + rotary_dim within head_dim",
+            value: offset as f32,
+        }),
     }
 }
 
@@ -799,14 +1141,20 @@ pub fn apply_with_table_on<T: Element>(
             head_dim,
         });
     }
-    arch::rope(
-        backend,
-        x,
+    let span = [Span {
         n_heads,
-        head_dim,
+        token_stride: row,
+        head_stride: head_dim,
+        offset: 0,
+    }];
+    let job = Job {
+        tokens,
         rotary_dim,
         layout,
-        Angles::Table { cos, sin },
-    );
+        angles: Angles::Table { cos, sin },
+        round: Rounding::Once,
+    };
+    let mut targets = [Target { x, spans: &span }];
+    arch::rope(backend, &mut targets, &job);
     Ok(())
 }

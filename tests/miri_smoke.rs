@@ -28,14 +28,22 @@ fn close<T: Element>(backend: Backend, bitwise: bool, got: &[T], want: &[T], sca
     for (g, w) in got.iter().zip(want) {
         let (g, w) = (g.to_f32(), w.to_f32());
         if bitwise {
-            assert_eq!(g.to_bits(), w.to_bits(), "{backend:?} {}", core::any::type_name::<T>());
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{backend:?} {}",
+                core::any::type_name::<T>()
+            );
         } else {
             let ulp = match T::DTYPE {
                 posenc::Dtype::F32 => f32::EPSILON,
                 posenc::Dtype::F16 => 2f32.powi(-10),
                 posenc::Dtype::Bf16 => 2f32.powi(-7),
             };
-            assert!((g - w).abs() <= ulp * scale * 2.0, "{backend:?}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= ulp * scale * 2.0,
+                "{backend:?}: {g} vs {w}"
+            );
         }
     }
 }
@@ -47,7 +55,10 @@ fn rope_case<T: Element>(layout: Layout, head_dim: usize, rotary_dim: usize) {
     let positions = [-3, 70_000];
     let x0: Vec<T> = data(tokens * heads * head_dim, head_dim as u32);
     let mut want = x0.clone();
-    rope.with_backend(Backend::Scalar).unwrap().apply(&mut want, heads, &positions).unwrap();
+    rope.with_backend(Backend::Scalar)
+        .unwrap()
+        .apply(&mut want, heads, &positions)
+        .unwrap();
     let half = rotary_dim / 2;
     let (mut cos, mut sin) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
     rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
@@ -63,7 +74,10 @@ fn rope_case<T: Element>(layout: Layout, head_dim: usize, rotary_dim: usize) {
         close(b, b.matches_scalar_bitwise(), &y, &want, 4.0);
         let (mut c2, mut s2) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
         r.fill_cos_sin(&positions, &mut c2, &mut s2).unwrap();
-        assert_eq!(c2, cos, "{b:?}: cos/sin tables are bitwise identical on every backend");
+        assert_eq!(
+            c2, cos,
+            "{b:?}: cos/sin tables are bitwise identical on every backend"
+        );
         assert_eq!(s2, sin);
         for t in 0..tokens * heads {
             let row = t * head_dim;
@@ -96,7 +110,10 @@ fn sinusoidal_every_backend() {
         for d in [2, 10, 36] {
             let pe = Sinusoidal::new(d, 10_000.0, layout).unwrap();
             let mut want = vec![0f32; 3 * d];
-            pe.with_backend(Backend::Scalar).unwrap().fill(&mut want, 5).unwrap();
+            pe.with_backend(Backend::Scalar)
+                .unwrap()
+                .fill(&mut want, 5)
+                .unwrap();
             for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
                 let p = pe.with_backend(b).unwrap();
                 let mut got = vec![0f32; 3 * d];

@@ -167,120 +167,252 @@ fn detect() -> u8 {
     0
 }
 
+/// How outputs are rounded; see [`crate::Rounding`].
+pub(crate) use crate::rope::Rounding;
+
 /// Where the cos/sin of each token come from.
 #[derive(Clone, Copy)]
 pub(crate) enum Angles<'a> {
-    /// Exact angles `p · inv_freq[i]`; cos scaled by `cos_scale`, sin by `sin_scale`.
+    /// Angles `p · inv_freq[i]`; cos scaled by `cs`, sin by `ss`. The product is exact (f64)
+    /// unless `f32_angle` asks for HF's rounded f32 product.
     Freq {
         inv_freq: &'a [f32],
-        positions: &'a [i32],
-        cos_scale: f32,
-        sin_scale: f32,
+        positions: Positions<'a>,
+        cs: f32,
+        ss: f32,
+        f32_angle: bool,
     },
     /// Caller tables, `tokens × half` each.
     Table { cos: &'a [f32], sin: &'a [f32] },
 }
 
-/// The kernels a backend provides. All slices are pre-validated by the caller.
+/// The positions of the tokens.
+#[derive(Clone, Copy)]
+pub(crate) enum Positions<'a> {
+    /// One position per token.
+    Plain(&'a [i32]),
+    /// `n_axes` positions per token (M-RoPE: t, h, w); pair `j` uses axis `axis[j]`.
+    Axes {
+        pos: &'a [i32],
+        n_axes: usize,
+        axis: &'a [u8],
+    },
+}
+
+/// The position(s) of one chunk of pairs.
+#[derive(Clone, Copy)]
+pub(crate) enum Pos<'a> {
+    Splat(i32),
+    PerPair(&'a [i32]),
+}
+
+/// Where the heads of a buffer are: head `h` of token `t` starts at
+/// `offset + t·token_stride + h·head_stride` and its rotary window is the next `rotary_dim`
+/// elements. Validated (in bounds, windows disjoint) before any kernel runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    pub n_heads: usize,
+    pub token_stride: usize,
+    pub head_stride: usize,
+    pub offset: usize,
+}
+
+/// One buffer and the spans of heads to rotate in it.
+pub(crate) struct Target<'a, T> {
+    pub x: &'a mut [T],
+    pub spans: &'a [Span],
+}
+
+/// What to rotate: shared by every target of a call.
+#[derive(Clone, Copy)]
+pub(crate) struct Job<'a> {
+    pub tokens: usize,
+    pub rotary_dim: usize,
+    pub layout: Layout,
+    pub angles: Angles<'a>,
+    pub round: Rounding,
+}
+
+/// The largest lane count of any backend.
+pub(crate) const MAX_LANES: usize = 16;
+const TAB: usize = 2 * CHUNK + MAX_LANES;
+
+/// One chunk's cos/sin laid out for the layout, computed once per token and shared by every
+/// head: rotate_half keeps `c[k] = cos_k`, `s[k] = sin_k`; interleaved expands to
+/// `c = [c0, c0, c1, c1, …]`, `s = [−s0, s0, −s1, s1, …]` so a block is
+/// `x·c + swap_pairs(x)·s`, i.e. `(a·c − b·s, b·c + a·s)` bit for bit. The padding past the
+/// chunk is zero, so vector tails read defined values.
+pub(crate) struct Tables {
+    pub c: [f32; TAB],
+    pub s: [f32; TAB],
+}
+
+impl Tables {
+    #[inline(always)]
+    pub(crate) fn new() -> Tables {
+        Tables {
+            c: [0.0; TAB],
+            s: [0.0; TAB],
+        }
+    }
+}
+
+/// The kernels a backend provides. All slices are pre-validated by the driver.
 pub(crate) trait Kernels {
-    /// `cos[i] = cos(p·w[i])·cs`, `sin[i] = sin(p·w[i])·ss`, the angle exact in f64.
-    fn cos_sin(p: i32, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]);
-    /// `sin[i], cos[i]` of `p·w[i]` in f64 (sinusoidal tables).
+    /// `cos[i] = cos(θ_i)·cs`, `sin[i] = sin(θ_i)·ss`, `θ_i = p_i·w[i]` exact in f64.
+    fn cos_sin(p: Pos<'_>, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]);
+    /// `sin[i], cos[i]` of `p·w[i]` in f64 (sinusoidal tables, HF-parity angles).
     fn sin_cos_f64(p: f64, w: &[f64], sin: &mut [f32], cos: &mut [f32]);
-    /// Rotates pairs `pair0 .. pair0 + cos.len()` of every head in `row`
-    /// (`row.len() == n_heads · head_dim`); `half = rotary_dim / 2`.
-    fn rotate<T: Element>(
-        row: &mut [T],
-        head_dim: usize,
+    /// Lays out one chunk's cos/sin for `layout` (see [`Tables`]).
+    #[inline(always)]
+    fn prepare(layout: Layout, cos: &[f32], sin: &[f32], tab: &mut Tables) {
+        match layout {
+            Layout::RotateHalf => {
+                tab.c[..cos.len()].copy_from_slice(cos);
+                tab.s[..sin.len()].copy_from_slice(sin);
+            }
+            Layout::Interleaved => {
+                for (k, (&c, &s)) in cos.iter().zip(sin).enumerate() {
+                    tab.c[2 * k] = c;
+                    tab.c[2 * k + 1] = c;
+                    tab.s[2 * k] = -s;
+                    tab.s[2 * k + 1] = s;
+                }
+            }
+        }
+    }
+    /// Rotates pairs `pair0 .. pair0 + n` of one head's rotary window `win`
+    /// (`win.len() == 2·half`), with the chunk's tables.
+    fn rotate_head<T: Element>(
+        win: &mut [T],
         half: usize,
         layout: Layout,
         pair0: usize,
-        cos: &[f32],
-        sin: &[f32],
+        n: usize,
+        tab: &Tables,
+        round: Rounding,
     );
+    /// The memory ceiling: `x = x·a + b` in place, one rounding to `T`.
+    fn axpb<T: Element>(x: &mut [T], a: f32, b: f32);
 }
 
-/// The RoPE driver: per token, per chunk of pairs, cos/sin once, then every head.
+/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
 #[inline(always)]
-pub(crate) fn rope_with<K: Kernels, T: Element>(
-    x: &mut [T],
-    n_heads: usize,
-    head_dim: usize,
-    rotary_dim: usize,
-    layout: Layout,
-    angles: Angles<'_>,
-) {
-    let half = rotary_dim / 2;
-    let row_len = n_heads * head_dim;
-    if row_len == 0 {
-        return;
-    }
+pub(crate) fn same<T: 'static, U: 'static>(x: &[T]) -> &[U] {
+    // `Any`-free identity cast: the caller matched `T::DTYPE`, and `Element` is sealed to
+    // exactly three types, so this is `&[U]` itself. Checked, not assumed:
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
+    unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<U>(), x.len()) }
+}
+
+#[inline(always)]
+pub(crate) fn same_mut<T: 'static, U: 'static>(x: &mut [T]) -> &mut [U] {
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
+    unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<U>(), x.len()) }
+}
+
+/// `v` rounded to `T` and widened back (HF-parity intermediate rounding).
+#[inline(always)]
+pub(crate) fn round_to<T: Element>(v: f32) -> f32 {
+    T::from_f32(v).to_f32()
+}
+
+/// The RoPE driver: per token, per chunk of pairs, cos/sin once, then every head of every
+/// target.
+#[inline(always)]
+pub(crate) fn rope_with<K: Kernels, T: Element>(targets: &mut [Target<'_, T>], job: &Job<'_>) {
+    let half = job.rotary_dim / 2;
     let mut cbuf = [0.0f32; CHUNK];
     let mut sbuf = [0.0f32; CHUNK];
-    for (t, row) in x.chunks_exact_mut(row_len).enumerate() {
+    let mut pbuf = [0i32; CHUNK];
+    let mut abuf = [0.0f64; CHUNK];
+    let mut tab = Tables::new();
+    for t in 0..job.tokens {
         let mut p0 = 0;
         while p0 < half {
             let n = CHUNK.min(half - p0);
-            let (c, s): (&[f32], &[f32]) = match angles {
+            match job.angles {
                 Angles::Freq {
                     inv_freq,
                     positions,
-                    cos_scale,
-                    sin_scale,
+                    cs,
+                    ss,
+                    f32_angle,
                 } => {
-                    K::cos_sin(
-                        positions[t],
-                        &inv_freq[p0..p0 + n],
-                        cos_scale,
-                        sin_scale,
-                        &mut cbuf[..n],
-                        &mut sbuf[..n],
-                    );
-                    (&cbuf[..n], &sbuf[..n])
+                    let w = &inv_freq[p0..p0 + n];
+                    let pos = match positions {
+                        Positions::Plain(p) => Pos::Splat(p[t]),
+                        Positions::Axes { pos, n_axes, axis } => {
+                            let row = &pos[t * n_axes..(t + 1) * n_axes];
+                            for (pp, &a) in pbuf[..n].iter_mut().zip(&axis[p0..p0 + n]) {
+                                *pp = row[a as usize];
+                            }
+                            Pos::PerPair(&pbuf[..n])
+                        }
+                    };
+                    if f32_angle {
+                        // HF parity: the angle is the f32 product f32(p)·ω, as torch forms it.
+                        for (i, a) in abuf[..n].iter_mut().enumerate() {
+                            let p = match pos {
+                                Pos::Splat(p) => p,
+                                Pos::PerPair(pp) => pp[i],
+                            };
+                            *a = ((p as f32) * w[i]) as f64;
+                        }
+                        K::sin_cos_f64(1.0, &abuf[..n], &mut sbuf[..n], &mut cbuf[..n]);
+                        for (c, s) in cbuf[..n].iter_mut().zip(&mut sbuf[..n]) {
+                            *c *= cs;
+                            *s *= ss;
+                        }
+                    } else {
+                        K::cos_sin(pos, w, cs, ss, &mut cbuf[..n], &mut sbuf[..n]);
+                    }
                 }
                 Angles::Table { cos, sin } => {
                     let at = t * half + p0;
-                    (&cos[at..at + n], &sin[at..at + n])
+                    cbuf[..n].copy_from_slice(&cos[at..at + n]);
+                    sbuf[..n].copy_from_slice(&sin[at..at + n]);
                 }
-            };
-            K::rotate(row, head_dim, half, layout, p0, c, s);
+            }
+            if job.round != Rounding::Once {
+                // HF rounds cos/sin to the model dtype before the rotation.
+                for (c, s) in cbuf[..n].iter_mut().zip(&mut sbuf[..n]) {
+                    *c = round_to::<T>(*c);
+                    *s = round_to::<T>(*s);
+                }
+            }
+            K::prepare(job.layout, &cbuf[..n], &sbuf[..n], &mut tab);
+            for target in targets.iter_mut() {
+                for span in target.spans {
+                    let mut start = span.offset + t * span.token_stride;
+                    for _ in 0..span.n_heads {
+                        let win = &mut target.x[start..start + job.rotary_dim];
+                        K::rotate_head(win, half, job.layout, p0, n, &tab, job.round);
+                        start += span.head_stride;
+                    }
+                }
+            }
             p0 += n;
         }
     }
 }
 
 /// Runs RoPE on `backend`. Arguments are validated by the caller.
-pub(crate) fn rope<T: Element>(
-    backend: Backend,
-    x: &mut [T],
-    n_heads: usize,
-    head_dim: usize,
-    rotary_dim: usize,
-    layout: Layout,
-    angles: Angles<'_>,
-) {
+pub(crate) fn rope<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: &Job<'_>) {
     match backend {
-        Backend::Scalar => {
-            rope_with::<scalar::Scalar, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
-        }
-        Backend::Portable => {
-            rope_with::<portable::Portable, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
-        }
-        // SAFETY: a Rope/Sinusoidal/table call only carries Avx2 after `is_available()`
-        // confirmed AVX2+FMA+F16C (Backend::active or with_backend).
+        Backend::Scalar => rope_with::<scalar::Scalar, T>(targets, job),
+        Backend::Portable => rope_with::<portable::Portable, T>(targets, job),
+        // SAFETY: a call only carries Avx2 after `is_available()` confirmed AVX2+FMA+F16C
+        // (Backend::active or with_backend).
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 => unsafe {
-            x86_64::avx2::rope(x, n_heads, head_dim, rotary_dim, layout, angles)
-        },
+        Backend::Avx2 => unsafe { x86_64::avx2::rope(targets, job) },
         // SAFETY: as above, for AVX-512F+AVX2+FMA+F16C.
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx512 => unsafe {
-            x86_64::avx512::rope(x, n_heads, head_dim, rotary_dim, layout, angles)
-        },
+        Backend::Avx512 => unsafe { x86_64::avx512::rope(targets, job) },
         #[cfg(not(target_arch = "x86_64"))]
-        Backend::Avx2 | Backend::Avx512 => {
-            rope_with::<portable::Portable, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
-        }
+        Backend::Avx2 | Backend::Avx512 => rope_with::<portable::Portable, T>(targets, job),
     }
 }
 
@@ -302,7 +434,7 @@ pub(crate) fn cos_sin_table_with<K: Kernels>(
         .zip(cos.chunks_exact_mut(half))
         .zip(sin.chunks_exact_mut(half))
     {
-        K::cos_sin(p, inv_freq, cs, ss, c, s);
+        K::cos_sin(Pos::Splat(p), inv_freq, cs, ss, c, s);
     }
 }
 
@@ -340,6 +472,47 @@ pub(crate) fn cos_sin_table(
     }
 }
 
+/// The memory ceiling posenc's kernels are measured against: `x = x·a + b` in place over the
+/// same bytes, with the same loads and stores (f16/bf16 widened and rounded once) and one
+/// fused multiply-add per element on `backend`. Benchmarks and the tour report RoPE's time as
+/// a ratio to this pass; it is public so that a runtime can measure the same ratio on its
+/// own machine.
+///
+/// ```
+/// use posenc::{memory_ceiling_pass, Backend};
+/// let mut x = [1.0f32, 2.0, 3.0];
+/// memory_ceiling_pass(Backend::active(), &mut x, 2.0, 0.5).unwrap();
+/// assert_eq!(x, [2.5, 4.5, 6.5]);
+/// ```
+pub fn memory_ceiling_pass<T: Element>(
+    backend: Backend,
+    x: &mut [T],
+    a: f32,
+    b: f32,
+) -> Result<(), crate::Error> {
+    if !backend.is_available() {
+        return Err(crate::Error::BackendUnavailable { backend });
+    }
+    axpb(backend, x, a, b);
+    Ok(())
+}
+
+/// The in-place memory ceiling `x = x·a + b` on `backend`.
+fn axpb<T: Element>(backend: Backend, x: &mut [T], a: f32, b: f32) {
+    match backend {
+        Backend::Scalar => scalar::Scalar::axpb(x, a, b),
+        Backend::Portable => portable::Portable::axpb(x, a, b),
+        // SAFETY: Avx2 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe { x86_64::avx2::axpb(x, a, b) },
+        // SAFETY: Avx512 is only carried after `is_available()` confirmed its features.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => unsafe { x86_64::avx512::axpb(x, a, b) },
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => portable::Portable::axpb(x, a, b),
+    }
+}
+
 /// Rows of a sinusoidal call: a run of consecutive positions or an explicit list.
 #[derive(Clone, Copy)]
 pub(crate) enum Rows<'a> {
@@ -369,6 +542,9 @@ pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
     add: bool,
 ) {
     let half = d_model / 2;
+    if out.is_empty() {
+        return; // no rows: nothing to compute, however wide the rows would be
+    }
     let mut w = [0.0f64; CHUNK];
     let mut sbuf = [0.0f32; CHUNK];
     let mut cbuf = [0.0f32; CHUNK];

@@ -1,7 +1,7 @@
 //! The reference backend: plain loops over plain IEEE operations, no SIMD written on purpose.
 //! It is the oracle the other backends are tested against.
 
-use super::Kernels;
+use super::{Kernels, Pos, Rounding, Tables, round_to};
 use crate::element::Element;
 use crate::rope::Layout;
 use crate::sinusoidal::SinusoidalLayout;
@@ -15,10 +15,28 @@ pub(crate) fn rot(a: f32, b: f32, c: f32, s: f32) -> (f32, f32) {
     (a * c - b * s, b * c + a * s)
 }
 
+/// The rotation of one pair under a rounding mode: `Once`/`HfUpcast` round once (at the
+/// store, by the caller); `HfEager` rounds each product and the sum to `T`, as torch's eager
+/// ops do in f16/bf16.
+#[inline(always)]
+pub(crate) fn rot_mode<T: Element>(a: f32, b: f32, c: f32, s: f32, round: Rounding) -> (f32, f32) {
+    match round {
+        Rounding::HfEager => {
+            let r = round_to::<T>;
+            (r(r(a * c) + r(b * -s)), r(r(b * c) + r(a * s)))
+        }
+        Rounding::Once | Rounding::HfUpcast => rot(a, b, c, s),
+    }
+}
+
 impl Kernels for Scalar {
-    fn cos_sin(p: i32, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
-        for ((&wi, c), s) in w.iter().zip(cos.iter_mut()).zip(sin.iter_mut()) {
-            let (sv, cv) = trig::sin_cos(p as f64 * wi as f64);
+    fn cos_sin(p: Pos<'_>, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
+        for (i, ((&wi, c), s)) in w.iter().zip(cos.iter_mut()).zip(sin.iter_mut()).enumerate() {
+            let pi = match p {
+                Pos::Splat(p) => p,
+                Pos::PerPair(pp) => pp[i],
+            };
+            let (sv, cv) = trig::sin_cos(pi as f64 * wi as f64);
             *c = cv * cs;
             *s = sv * ss;
         }
@@ -32,26 +50,30 @@ impl Kernels for Scalar {
         }
     }
 
-    fn rotate<T: Element>(
-        row: &mut [T],
-        head_dim: usize,
+    fn rotate_head<T: Element>(
+        win: &mut [T],
         half: usize,
         layout: Layout,
         pair0: usize,
-        cos: &[f32],
-        sin: &[f32],
+        n: usize,
+        tab: &Tables,
+        round: Rounding,
     ) {
-        for head in row.chunks_exact_mut(head_dim) {
-            for (k, (&c, &s)) in cos.iter().zip(sin).enumerate() {
-                let j = pair0 + k;
-                let (ia, ib) = match layout {
-                    Layout::Interleaved => (2 * j, 2 * j + 1),
-                    Layout::RotateHalf => (j, j + half),
-                };
-                let (a, b) = rot(head[ia].to_f32(), head[ib].to_f32(), c, s);
-                head[ia] = T::from_f32(a);
-                head[ib] = T::from_f32(b);
-            }
+        for k in 0..n {
+            let j = pair0 + k;
+            let (ia, ib, c, s) = match layout {
+                Layout::Interleaved => (2 * j, 2 * j + 1, tab.c[2 * k], tab.s[2 * k + 1]),
+                Layout::RotateHalf => (j, j + half, tab.c[k], tab.s[k]),
+            };
+            let (a, b) = rot_mode::<T>(win[ia].to_f32(), win[ib].to_f32(), c, s, round);
+            win[ia] = T::from_f32(a);
+            win[ib] = T::from_f32(b);
+        }
+    }
+
+    fn axpb<T: Element>(x: &mut [T], a: f32, b: f32) {
+        for v in x {
+            *v = T::from_f32(v.to_f32() * a + b);
         }
     }
 }

@@ -119,26 +119,50 @@ impl Isa for Avx2 {
     #[inline(always)]
     unsafe fn load_bf16(src: &[half::bf16]) -> __m256 {
         let src: &[half::bf16; 8] = src[..8].try_into().unwrap();
-        let w = _mm256_cvtepu16_epi32(_mm_loadu_si128(src.as_ptr().cast()));
-        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w))
+        let w =
+            _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(src.as_ptr().cast())));
+        // Quiet signalling NaNs (set bit 22) exactly as `half::bf16::to_f32` does.
+        let abs = _mm256_and_si256(w, _mm256_set1_epi32(0x7fff_ffff));
+        let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
+        let quiet = _mm256_and_si256(nan, _mm256_set1_epi32(0x0040_0000));
+        _mm256_castsi256_ps(_mm256_or_si256(w, quiet))
     }
     #[inline(always)]
     unsafe fn store_bf16(v: __m256, dst: &mut [half::bf16]) {
         let dst: &mut [half::bf16; 8] = (&mut dst[..8]).try_into().unwrap();
-        let x = _mm256_castps_si256(v);
-        // Round to nearest even: (x + 0x7fff + lsb) >> 16; NaN: (x >> 16) | 0x40 (quiet),
-        // exactly `half::bf16::from_f32`.
-        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
-        let rounded = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
-        let rounded = _mm256_srli_epi32::<16>(rounded);
-        let quiet = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x40));
-        let abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fff_ffff));
-        let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
-        let r = _mm256_blendv_epi8(rounded, quiet, nan);
+        let r = bf16_bits(v);
         // 32 → 16 bits: packus works per 128-bit lane, so gather the two low quadwords.
         let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(r, r));
         _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm256_castsi256_si128(packed))
     }
+    #[inline(always)]
+    unsafe fn load_i32_widen(src: &[i32]) -> __m256d {
+        let src: &[i32; 4] = src[..4].try_into().unwrap();
+        _mm256_cvtepi32_pd(_mm_loadu_si128(src.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn round_f16(v: __m256) -> __m256 {
+        _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
+    }
+    #[inline(always)]
+    unsafe fn round_bf16(v: __m256) -> __m256 {
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(bf16_bits(v)))
+    }
+}
+
+/// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane: round to nearest
+/// even, `(x + 0x7fff + lsb) >> 16`; NaN quieted, `(x >> 16) | 0x40`. Exactly
+/// `half::bf16::from_f32`.
+#[inline(always)]
+unsafe fn bf16_bits(v: __m256) -> __m256i {
+    let x = _mm256_castps_si256(v);
+    let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
+    let rounded = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
+    let rounded = _mm256_srli_epi32::<16>(rounded);
+    let quiet = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x40));
+    let abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fff_ffff));
+    let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
+    _mm256_blendv_epi8(rounded, quiet, nan)
 }
 
 crate::arch::x86_64::entry_points!(Avx2, "avx2,fma,f16c");

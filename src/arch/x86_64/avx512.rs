@@ -126,23 +126,47 @@ impl Isa for Avx512 {
     #[inline(always)]
     unsafe fn load_bf16(src: &[half::bf16]) -> __m512 {
         let src: &[half::bf16; 16] = src[..16].try_into().unwrap();
-        let w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.as_ptr().cast()));
-        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(w))
+        let w = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+            src.as_ptr().cast(),
+        )));
+        // Quiet signalling NaNs (set bit 22) exactly as `half::bf16::to_f32` does.
+        let abs = _mm512_and_si512(w, _mm512_set1_epi32(0x7fff_ffff));
+        let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+        let w = _mm512_mask_or_epi32(w, nan, w, _mm512_set1_epi32(0x0040_0000));
+        _mm512_castsi512_ps(w)
     }
     #[inline(always)]
     unsafe fn store_bf16(v: __m512, dst: &mut [half::bf16]) {
         let dst: &mut [half::bf16; 16] = (&mut dst[..16]).try_into().unwrap();
-        let x = _mm512_castps_si512(v);
-        // Round to nearest even, NaN quieted: exactly `half::bf16::from_f32` (see avx2.rs).
-        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
-        let rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
-        let rounded = _mm512_srli_epi32::<16>(rounded);
-        let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x40));
-        let abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff_ffff));
-        let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
-        let r = _mm512_mask_blend_epi32(nan, rounded, quiet);
-        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(r))
+        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(bf16_bits(v)))
     }
+    #[inline(always)]
+    unsafe fn load_i32_widen(src: &[i32]) -> __m512d {
+        let src: &[i32; 8] = src[..8].try_into().unwrap();
+        _mm512_cvtepi32_pd(_mm256_loadu_si256(src.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn round_f16(v: __m512) -> __m512 {
+        _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
+    }
+    #[inline(always)]
+    unsafe fn round_bf16(v: __m512) -> __m512 {
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(bf16_bits(v)))
+    }
+}
+
+/// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
+/// `half::bf16::from_f32` (see `avx2::bf16_bits`).
+#[inline(always)]
+unsafe fn bf16_bits(v: __m512) -> __m512i {
+    let x = _mm512_castps_si512(v);
+    let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
+    let rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+    let rounded = _mm512_srli_epi32::<16>(rounded);
+    let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x40));
+    let abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff_ffff));
+    let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+    _mm512_mask_blend_epi32(nan, rounded, quiet)
 }
 
 crate::arch::x86_64::entry_points!(Avx512, "avx512f,avx2,fma,f16c");

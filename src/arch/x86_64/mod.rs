@@ -20,7 +20,7 @@
 pub(crate) mod avx2;
 pub(crate) mod avx512;
 
-use super::Kernels;
+use super::{Kernels, MAX_LANES, Pos, Rounding, Tables, same, same_mut};
 use crate::element::{Dtype, Element};
 use crate::rope::Layout;
 use crate::trig::{C1, C2, C3, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI};
@@ -67,23 +67,12 @@ pub(crate) trait Isa: Copy {
     unsafe fn store_f16(v: Self::F, dst: &mut [half::f16]);
     unsafe fn load_bf16(src: &[half::bf16]) -> Self::F;
     unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]);
-}
-
-/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
-#[inline(always)]
-fn same<T: 'static, U: 'static>(x: &[T]) -> &[U] {
-    // `Any`-free identity cast: the caller matched `T::DTYPE`, and `Element` is sealed to
-    // exactly three types, so this is `&[U]` itself. Checked, not assumed:
-    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
-    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
-    unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<U>(), x.len()) }
-}
-
-#[inline(always)]
-fn same_mut<T: 'static, U: 'static>(x: &mut [T]) -> &mut [U] {
-    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
-    // SAFETY: T and U are the same type (asserted above), so the layouts are identical.
-    unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<U>(), x.len()) }
+    /// `LANES / 2` i32 from `src[..LANES / 2]`, widened to f64 (exact).
+    unsafe fn load_i32_widen(src: &[i32]) -> Self::D;
+    /// Rounds to f16 and back (nearest even), like a store and a load.
+    unsafe fn round_f16(v: Self::F) -> Self::F;
+    /// Rounds to bf16 and back (nearest even, NaN quieted), like a store and a load.
+    unsafe fn round_bf16(v: Self::F) -> Self::F;
 }
 
 /// Loads `LANES` elements of any dtype as f32.
@@ -147,17 +136,25 @@ unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
     (s, c)
 }
 
-/// The largest lane count of any tier; sizes the tail buffers.
-const MAX_LANES: usize = 16;
+/// `v` rounded to `T` and widened back.
+#[inline(always)]
+unsafe fn round_t<I: Isa, T: Element>(v: I::F) -> I::F {
+    match T::DTYPE {
+        Dtype::F32 => v,
+        Dtype::F16 => I::round_f16(v),
+        Dtype::Bf16 => I::round_bf16(v),
+    }
+}
 
 /// Kernels of one ISA.
 pub(crate) struct Tier<I>(PhantomData<I>);
 
 impl<I: Isa> Tier<I> {
-    /// cos/sin of `LANES` pairs.
+    /// cos/sin of `LANES` pairs at positions `(plo, phi)` (two f64 halves).
     #[inline(always)]
     unsafe fn cos_sin_block(
-        p: I::D,
+        plo: I::D,
+        phi: I::D,
         w: &[f32],
         cs: I::F,
         ss: I::F,
@@ -165,28 +162,49 @@ impl<I: Isa> Tier<I> {
         sin: &mut [f32],
     ) {
         let h = I::LANES / 2;
-        let lo = I::dmul(p, I::load_widen(&w[..h]));
-        let hi = I::dmul(p, I::load_widen(&w[h..]));
+        let lo = I::dmul(plo, I::load_widen(&w[..h]));
+        let hi = I::dmul(phi, I::load_widen(&w[h..]));
         let (s, c) = sin_cos::<I>(lo, hi);
         I::store_f32(I::mul(c, cs), cos);
         I::store_f32(I::mul(s, ss), sin);
     }
 
+    /// `x·c + ys` under a rounding mode; `ys` is the (signed) cross product.
+    #[inline(always)]
+    unsafe fn rot<T: Element>(x: I::F, c: I::F, ys: I::F, round: Rounding) -> I::F {
+        match round {
+            // Fused: (a·c − b·s) as fma(a, c, b·(−s)); every layout forms exactly this.
+            Rounding::Once => I::fmadd(x, c, ys),
+            // HF's unfused f32 ops, with (eager) or without (upcast) rounding to T between.
+            Rounding::HfUpcast => I::add(I::mul(x, c), ys),
+            Rounding::HfEager => {
+                round_t::<I, T>(I::add(round_t::<I, T>(I::mul(x, c)), round_t::<I, T>(ys)))
+            }
+        }
+    }
+
     /// One block of a rotate_half head: `a[..LANES]`, `b[..LANES]`.
     #[inline(always)]
-    unsafe fn rot_half_block<T: Element>(a: &mut [T], b: &mut [T], c: I::F, s: I::F, ns: I::F) {
+    unsafe fn rot_half_block<T: Element>(
+        a: &mut [T],
+        b: &mut [T],
+        c: I::F,
+        s: I::F,
+        round: Rounding,
+    ) {
         let (x, y) = (load::<I, T>(a), load::<I, T>(b));
-        // (x·c − y·s, y·c + x·s) as fma(x, c, y·(−s)) and fma(y, c, x·s): the interleaved
-        // block below computes exactly the same two expressions per pair.
-        store::<I, T>(I::fmadd(x, c, I::mul(y, ns)), a);
-        store::<I, T>(I::fmadd(y, c, I::mul(x, s)), b);
+        store::<I, T>(Self::rot::<T>(x, c, I::mul(y, I::neg(s)), round), a);
+        store::<I, T>(Self::rot::<T>(y, c, I::mul(x, s), round), b);
     }
 
     /// One block of an interleaved head: `x[..LANES]` with expanded tables.
     #[inline(always)]
-    unsafe fn rot_inter_block<T: Element>(x: &mut [T], cd: I::F, sd: I::F) {
+    unsafe fn rot_inter_block<T: Element>(x: &mut [T], cd: I::F, sd: I::F, round: Rounding) {
         let v = load::<I, T>(x);
-        store::<I, T>(I::fmadd(v, cd, I::mul(I::swap_pairs(v), sd)), x);
+        store::<I, T>(
+            Self::rot::<T>(v, cd, I::mul(I::swap_pairs(v), sd), round),
+            x,
+        );
     }
 }
 
@@ -201,31 +219,40 @@ fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
 
 impl<I: Isa> Kernels for Tier<I> {
     #[inline(always)]
-    fn cos_sin(p: i32, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
+    fn cos_sin(p: Pos<'_>, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
         let l = I::LANES;
+        let h = l / 2;
         let n = w.len();
-        let nl = n / l * l;
         // SAFETY: Tier<I> is only instantiated inside I's `#[target_feature]` entry points,
         // which run only on CPUs with I's features (module docs).
         unsafe {
-            let pv = I::dsplat(p as f64);
             let (csv, ssv) = (I::splat(cs), I::splat(ss));
-            for k in (0..nl).step_by(l) {
-                Self::cos_sin_block(
-                    pv,
-                    &w[k..k + l],
-                    csv,
-                    ssv,
-                    &mut cos[k..k + l],
-                    &mut sin[k..k + l],
-                );
-            }
-            if nl < n {
-                let wt = pad(&w[nl..]);
-                let (mut ct, mut st) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
-                Self::cos_sin_block(pv, &wt[..l], csv, ssv, &mut ct[..l], &mut st[..l]);
-                cos[nl..].copy_from_slice(&ct[..n - nl]);
-                sin[nl..].copy_from_slice(&st[..n - nl]);
+            let mut k = 0;
+            while k < n {
+                let m = l.min(n - k);
+                let (plo, phi, pt) = match p {
+                    Pos::Splat(p) => (I::dsplat(p as f64), I::dsplat(p as f64), [0; MAX_LANES]),
+                    Pos::PerPair(pp) => {
+                        let pt = pad(&pp[k..k + m]);
+                        (
+                            I::load_i32_widen(&pt[..h]),
+                            I::load_i32_widen(&pt[h..l]),
+                            pt,
+                        )
+                    }
+                };
+                let _ = pt;
+                if m == l {
+                    let (c, s) = (&mut cos[k..k + l], &mut sin[k..k + l]);
+                    Self::cos_sin_block(plo, phi, &w[k..k + l], csv, ssv, c, s);
+                } else {
+                    let wt = pad(&w[k..]);
+                    let (mut ct, mut st) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
+                    Self::cos_sin_block(plo, phi, &wt[..l], csv, ssv, &mut ct[..l], &mut st[..l]);
+                    cos[k..].copy_from_slice(&ct[..m]);
+                    sin[k..].copy_from_slice(&st[..m]);
+                }
+                k += m;
             }
         }
     }
@@ -241,92 +268,98 @@ impl<I: Isa> Kernels for Tier<I> {
             let mut k = 0;
             while k < n {
                 let m = l.min(n - k);
-                let mut wt = [0.0f64; MAX_LANES];
-                wt[..m].copy_from_slice(&w[k..k + m]);
+                let wt = pad(&w[k..k + m]);
                 let lo = I::dmul(pv, I::load_d(&wt[..h]));
                 let hi = I::dmul(pv, I::load_d(&wt[h..l]));
                 let (s, c) = sin_cos::<I>(lo, hi);
-                let (mut st, mut ct) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
-                I::store_f32(s, &mut st[..l]);
-                I::store_f32(c, &mut ct[..l]);
-                sin[k..k + m].copy_from_slice(&st[..m]);
-                cos[k..k + m].copy_from_slice(&ct[..m]);
+                if m == l {
+                    I::store_f32(s, &mut sin[k..k + l]);
+                    I::store_f32(c, &mut cos[k..k + l]);
+                } else {
+                    let (mut st, mut ct) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
+                    I::store_f32(s, &mut st[..l]);
+                    I::store_f32(c, &mut ct[..l]);
+                    sin[k..k + m].copy_from_slice(&st[..m]);
+                    cos[k..k + m].copy_from_slice(&ct[..m]);
+                }
                 k += m;
             }
         }
     }
 
     #[inline(always)]
-    fn rotate<T: Element>(
-        row: &mut [T],
-        head_dim: usize,
+    fn rotate_head<T: Element>(
+        win: &mut [T],
         half: usize,
         layout: Layout,
         pair0: usize,
-        cos: &[f32],
-        sin: &[f32],
+        n: usize,
+        tab: &Tables,
+        round: Rounding,
     ) {
         let l = I::LANES;
-        let n = cos.len();
         // SAFETY: as in `cos_sin`.
         unsafe {
             match layout {
                 Layout::RotateHalf => {
                     let nl = n / l * l;
-                    let (ct, st) = (pad(&cos[nl..]), pad(&sin[nl..]));
-                    for head in row.chunks_exact_mut(head_dim) {
-                        let (lo, hi) = head.split_at_mut(half);
-                        let a = &mut lo[pair0..pair0 + n];
-                        let b = &mut hi[pair0..pair0 + n];
-                        for k in (0..nl).step_by(l) {
-                            let c = I::load_f32(&cos[k..k + l]);
-                            let s = I::load_f32(&sin[k..k + l]);
-                            Self::rot_half_block(
-                                &mut a[k..k + l],
-                                &mut b[k..k + l],
-                                c,
-                                s,
-                                I::neg(s),
-                            );
-                        }
-                        if nl < n {
-                            let (mut at, mut bt) = (pad(&a[nl..]), pad(&b[nl..]));
-                            let c = I::load_f32(&ct[..l]);
-                            let s = I::load_f32(&st[..l]);
-                            Self::rot_half_block(&mut at[..l], &mut bt[..l], c, s, I::neg(s));
-                            a[nl..].copy_from_slice(&at[..n - nl]);
-                            b[nl..].copy_from_slice(&bt[..n - nl]);
-                        }
+                    let (lo, hi) = win.split_at_mut(half);
+                    let a = &mut lo[pair0..pair0 + n];
+                    let b = &mut hi[pair0..pair0 + n];
+                    for ((a, b), (c, s)) in a
+                        .chunks_exact_mut(l)
+                        .zip(b.chunks_exact_mut(l))
+                        .zip(tab.c.chunks_exact(l).zip(tab.s.chunks_exact(l)))
+                    {
+                        Self::rot_half_block(a, b, I::load_f32(c), I::load_f32(s), round);
+                    }
+                    if nl < n {
+                        let (mut at, mut bt) = (pad(&a[nl..]), pad(&b[nl..]));
+                        let c = I::load_f32(&tab.c[nl..nl + l]);
+                        let s = I::load_f32(&tab.s[nl..nl + l]);
+                        Self::rot_half_block(&mut at[..l], &mut bt[..l], c, s, round);
+                        a[nl..].copy_from_slice(&at[..n - nl]);
+                        b[nl..].copy_from_slice(&bt[..n - nl]);
                     }
                 }
                 Layout::Interleaved => {
-                    // cd = [c0, c0, c1, c1, …], sd = [−s0, s0, −s1, s1, …], once per token chunk.
-                    let mut cd = [0.0f32; 2 * super::CHUNK + MAX_LANES];
-                    let mut sd = [0.0f32; 2 * super::CHUNK + MAX_LANES];
-                    for (k, (&c, &s)) in cos.iter().zip(sin).enumerate() {
-                        cd[2 * k] = c;
-                        cd[2 * k + 1] = c;
-                        sd[2 * k] = -s;
-                        sd[2 * k + 1] = s;
-                    }
                     let m = 2 * n;
                     let ml = m / l * l;
-                    for head in row.chunks_exact_mut(head_dim) {
-                        let x = &mut head[2 * pair0..2 * pair0 + m];
-                        for k in (0..ml).step_by(l) {
-                            let c = I::load_f32(&cd[k..k + l]);
-                            let s = I::load_f32(&sd[k..k + l]);
-                            Self::rot_inter_block(&mut x[k..k + l], c, s);
-                        }
-                        if ml < m {
-                            let mut xt = pad(&x[ml..]);
-                            let c = I::load_f32(&cd[ml..ml + l]);
-                            let s = I::load_f32(&sd[ml..ml + l]);
-                            Self::rot_inter_block(&mut xt[..l], c, s);
-                            x[ml..].copy_from_slice(&xt[..m - ml]);
-                        }
+                    let x = &mut win[2 * pair0..2 * pair0 + m];
+                    for (x, (c, s)) in x
+                        .chunks_exact_mut(l)
+                        .zip(tab.c.chunks_exact(l).zip(tab.s.chunks_exact(l)))
+                    {
+                        Self::rot_inter_block(x, I::load_f32(c), I::load_f32(s), round);
+                    }
+                    if ml < m {
+                        let mut xt = pad(&x[ml..]);
+                        let c = I::load_f32(&tab.c[ml..ml + l]);
+                        let s = I::load_f32(&tab.s[ml..ml + l]);
+                        Self::rot_inter_block(&mut xt[..l], c, s, round);
+                        x[ml..].copy_from_slice(&xt[..m - ml]);
                     }
                 }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn axpb<T: Element>(x: &mut [T], a: f32, b: f32) {
+        let l = I::LANES;
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            let (av, bv) = (I::splat(a), I::splat(b));
+            let mut chunks = x.chunks_exact_mut(l);
+            for c in &mut chunks {
+                store::<I, T>(I::fmadd(load::<I, T>(c), av, bv), c);
+            }
+            let rest = chunks.into_remainder();
+            if !rest.is_empty() {
+                let mut t = pad(rest);
+                store::<I, T>(I::fmadd(load::<I, T>(&t[..l]), av, bv), &mut t[..l]);
+                let k = rest.len();
+                rest.copy_from_slice(&t[..k]);
             }
         }
     }
@@ -336,9 +369,8 @@ impl<I: Isa> Kernels for Tier<I> {
 /// `arch/mod.rs` instantiated with `Tier<$isa>`.
 macro_rules! entry_points {
     ($isa:ty, $features:literal) => {
-        use crate::arch::{Angles, Rows};
+        use crate::arch::{Job, Rows, Target};
         use crate::element::Element;
-        use crate::rope::Layout;
         use crate::sinusoidal::SinusoidalLayout;
 
         type K = crate::arch::x86_64::Tier<$isa>;
@@ -346,15 +378,8 @@ macro_rules! entry_points {
         /// # Safety
         /// The CPU supports the tier's features.
         #[target_feature(enable = $features)]
-        pub(crate) unsafe fn rope<T: Element>(
-            x: &mut [T],
-            n_heads: usize,
-            head_dim: usize,
-            rotary_dim: usize,
-            layout: Layout,
-            angles: Angles<'_>,
-        ) {
-            crate::arch::rope_with::<K, T>(x, n_heads, head_dim, rotary_dim, layout, angles)
+        pub(crate) unsafe fn rope<T: Element>(targets: &mut [Target<'_, T>], job: &Job<'_>) {
+            crate::arch::rope_with::<K, T>(targets, job)
         }
 
         /// # Safety
@@ -383,6 +408,13 @@ macro_rules! entry_points {
             add: bool,
         ) {
             crate::arch::sinusoidal_with::<K, T>(out, d_model, base, layout, rows, add)
+        }
+
+        /// # Safety
+        /// The CPU supports the tier's features.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn axpb<T: Element>(x: &mut [T], a: f32, b: f32) {
+            <K as crate::arch::Kernels>::axpb(x, a, b)
         }
     };
 }
