@@ -864,7 +864,7 @@ fn sinusoidal_zero_rows_with_huge_d_model_returns_promptly() {
 #[test]
 fn error_display_and_trait() {
     // Each variant, with what its message must mention.
-    let all: [(Error, &[&str]); 11] = [
+    let all: [(Error, &[&str]); 12] = [
         (Error::InvalidHeadDim { head_dim: 63 }, &["head_dim", "63"]),
         (
             Error::InvalidRotaryDim {
@@ -913,6 +913,14 @@ fn error_display_and_trait() {
             &["portable"],
         ),
         (Error::UnsupportedScaling { rope_type: "yarn" }, &["yarn"]),
+        (
+            Error::ParameterOutOfRange {
+                what: "low_freq_factor",
+                constraint: "must not exceed `high_freq_factor`",
+                value: 4.0,
+            },
+            &["low_freq_factor", "high_freq_factor", "4"],
+        ),
     ];
     for (e, needles) in all {
         let s = e.to_string();
