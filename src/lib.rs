@@ -60,6 +60,8 @@ mod axes;
 mod element;
 mod error;
 mod freq;
+#[cfg(feature = "rayon")]
+mod parallel;
 mod permute;
 mod rope;
 mod sinusoidal;
@@ -76,6 +78,8 @@ pub use axes::Axes;
 pub use element::{Dtype, Element};
 pub use error::Error;
 pub use half::{bf16, f16};
+#[cfg(feature = "rayon")]
+pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};
 pub use permute::{
     permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
     permute_to_rotate_half_in_place, permute_weight_to_interleaved,

@@ -1,0 +1,330 @@
+//! Data-parallel forms of the large calls (feature `rayon`).
+//!
+//! Each `par_*` method validates its arguments exactly as the serial call does (same errors,
+//! and nothing is written on error), then splits the buffer into disjoint pieces and runs the
+//! serial call on each piece in rayon's current pool. The pieces are
+//!
+//! * runs of a few whole tokens (rows) when a token is small, and
+//! * groups of whole heads of one token when a token alone is larger than the grain (e.g. a
+//!   single decode token with many heads): the heads of one token are contiguous, so a group
+//!   is the serial call on a sub-slice with `n_heads = group size` and that token's position.
+//!
+//! Every output element goes through exactly the operations the serial call gives it (cos/sin
+//! are per token and the kernels never look across heads), so the results are **bitwise**
+//! those of the serial call on the same backend. Calls on fewer than [`PAR_MIN_ELEMENTS`]
+//! elements run on the calling thread: waking the pool costs more than the work. Nothing here
+//! allocates; rayon's splitting uses stack jobs.
+
+use crate::element::Element;
+use crate::error::Error;
+use crate::rope::{Rope, check_rows};
+use crate::sinusoidal::Sinusoidal;
+use rayon::prelude::*;
+
+/// Buffers shorter than this (in elements) are processed on the calling thread by the
+/// `par_*` methods; longer ones are split into tasks of at least [`PAR_GRAIN`] elements.
+pub const PAR_MIN_ELEMENTS: usize = 2 * PAR_GRAIN;
+
+/// The smallest piece of work (in elements) a `par_*` method hands to one rayon task,
+/// 64 KiB of f32: a few tokens of a typical attention row.
+pub const PAR_GRAIN: usize = 16 * 1024;
+
+/// Runs `f(piece, n_heads_of_piece, positions_of_piece)` over disjoint pieces of a
+/// validated token-major buffer `x` (`positions.len() × n_heads × head_dim`).
+fn split_rows<T, F>(x: &mut [T], n_heads: usize, head_dim: usize, positions: &[i32], f: F)
+where
+    T: Element,
+    F: Fn(&mut [T], usize, &[i32]) + Sync,
+{
+    let row = n_heads * head_dim; // validated: no overflow, x.len() == tokens · row
+    if x.len() < PAR_MIN_ELEMENTS {
+        f(x, n_heads, positions);
+    } else if row < PAR_GRAIN {
+        let per = PAR_GRAIN.div_ceil(row);
+        x.par_chunks_mut(per * row)
+            .zip(positions.par_chunks(per))
+            .for_each(|(x, p)| f(x, n_heads, p));
+    } else {
+        // A token alone is larger than the grain: groups of whole heads of one token.
+        let group = PAR_GRAIN.div_ceil(head_dim).min(n_heads);
+        x.par_chunks_mut(row)
+            .zip(positions.par_iter())
+            .for_each(|(r, p)| {
+                r.par_chunks_mut(group * head_dim).for_each(|h| {
+                    f(h, h.len() / head_dim, core::slice::from_ref(p));
+                })
+            });
+    }
+}
+
+/// Renames the buffer a length error speaks of (as [`Rope::apply_qk`] does for `k`).
+fn rename(e: Error, what: &'static str) -> Error {
+    match e {
+        Error::LengthMismatch {
+            expected, actual, ..
+        } => Error::LengthMismatch {
+            what,
+            expected,
+            actual,
+        },
+        other => other,
+    }
+}
+
+/// The serial call on a piece the splitter made: its shape is valid by construction.
+#[inline]
+fn ok(r: Result<(), Error>) {
+    debug_assert!(
+        r.is_ok(),
+        "a piece of a validated buffer was rejected: {r:?}"
+    );
+    let _ = r;
+}
+
+impl Rope {
+    /// [`Rope::apply`] on rayon's current thread pool: bitwise the same result, the same
+    /// errors (checked before any work starts; `x` is untouched on error).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf)).unwrap();
+    /// let positions: Vec<i32> = (0..64).collect();
+    /// let mut q = vec![0.5f32; 64 * 32 * 128];
+    /// let mut serial = q.clone();
+    /// rope.par_apply(&mut q, 32, &positions).unwrap();
+    /// rope.apply(&mut serial, 32, &positions).unwrap();
+    /// assert_eq!(q, serial);
+    /// ```
+    pub fn par_apply<T: Element>(
+        &self,
+        x: &mut [T],
+        n_heads: usize,
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        check_rows(x.len(), n_heads, self.head_dim(), positions.len())?;
+        split_rows(x, n_heads, self.head_dim(), positions, |x, h, p| {
+            ok(self.apply(x, h, p))
+        });
+        Ok(())
+    }
+
+    /// [`Rope::apply_inverse`] on rayon's current thread pool: bitwise the same result, the
+    /// same errors.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(64, 1e4, Layout::Interleaved)).unwrap();
+    /// let mut k = vec![0.25f32; 512 * 8 * 64];
+    /// let positions: Vec<i32> = (0..512).collect();
+    /// rope.par_apply(&mut k, 8, &positions).unwrap();
+    /// rope.par_apply_inverse(&mut k, 8, &positions).unwrap();
+    /// assert!(k.iter().all(|v| (v - 0.25).abs() < 1e-6));
+    /// ```
+    pub fn par_apply_inverse<T: Element>(
+        &self,
+        x: &mut [T],
+        n_heads: usize,
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        check_rows(x.len(), n_heads, self.head_dim(), positions.len())?;
+        split_rows(x, n_heads, self.head_dim(), positions, |x, h, p| {
+            ok(self.apply_inverse(x, h, p))
+        });
+        Ok(())
+    }
+
+    /// [`Rope::shift`] on rayon's current thread pool (a whole KV cache moved at once):
+    /// bitwise the same result, the same errors.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(64, 1e4, Layout::RotateHalf)).unwrap();
+    /// let mut k = vec![0.25f32; 300 * 8 * 64];
+    /// let (mut serial, deltas) = (k.clone(), vec![-7; 300]);
+    /// rope.par_shift(&mut k, 8, &deltas).unwrap();
+    /// rope.shift(&mut serial, 8, &deltas).unwrap();
+    /// assert_eq!(k, serial);
+    /// ```
+    pub fn par_shift<T: Element>(
+        &self,
+        k: &mut [T],
+        n_heads: usize,
+        deltas: &[i32],
+    ) -> Result<(), Error> {
+        check_rows(k.len(), n_heads, self.head_dim(), deltas.len())?;
+        split_rows(k, n_heads, self.head_dim(), deltas, |k, h, d| {
+            ok(self.shift(k, h, d))
+        });
+        Ok(())
+    }
+
+    /// [`Rope::apply_qk`] (GQA/MQA: different head counts) on rayon's current thread pool:
+    /// bitwise the same result, the same errors (both buffers untouched on error). Runs of
+    /// tokens go through `apply_qk`, so cos/sin stay shared by q and k within a run.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf)).unwrap();
+    /// let positions: Vec<i32> = (0..16).collect();
+    /// let (mut q, mut k) = (vec![0.5f32; 16 * 32 * 128], vec![0.5f32; 16 * 8 * 128]);
+    /// let (mut q2, mut k2) = (q.clone(), k.clone());
+    /// rope.par_apply_qk(&mut q, 32, &mut k, 8, &positions).unwrap();
+    /// rope.apply_qk(&mut q2, 32, &mut k2, 8, &positions).unwrap();
+    /// assert!(q == q2 && k == k2);
+    /// ```
+    pub fn par_apply_qk<T: Element>(
+        &self,
+        q: &mut [T],
+        n_q_heads: usize,
+        k: &mut [T],
+        n_kv_heads: usize,
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        let d = self.head_dim();
+        let q_row = check_rows(q.len(), n_q_heads, d, positions.len())?;
+        let k_row =
+            check_rows(k.len(), n_kv_heads, d, positions.len()).map_err(|e| rename(e, "k"))?;
+        // q_row + k_row cannot overflow: both buffers exist.
+        let row = q_row + k_row;
+        if q.len() + k.len() < PAR_MIN_ELEMENTS {
+            ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, positions));
+        } else if row < PAR_GRAIN {
+            let per = PAR_GRAIN.div_ceil(row);
+            q.par_chunks_mut(per * q_row)
+                .zip(k.par_chunks_mut(per * k_row))
+                .zip(positions.par_chunks(per))
+                .for_each(|((q, k), p)| ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, p)));
+        } else {
+            // Large tokens: q and k of each token in head groups, each through `apply`
+            // (bitwise `apply_qk`: the same per-token cos/sin and kernels).
+            let rot = |x: &mut [T], h: usize, p: &[i32]| ok(self.apply(x, h, p));
+            rayon::join(
+                || split_rows(q, n_q_heads, d, positions, rot),
+                || split_rows(k, n_kv_heads, d, positions, rot),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Sinusoidal {
+    /// Rows per task: at least the grain, and few enough tasks that the per-call frequency
+    /// setup (`d_model / 2` powers) stays small next to the rows.
+    fn par_rows(&self, rows: usize) -> usize {
+        let d = self.d_model();
+        PAR_GRAIN
+            .div_ceil(d)
+            .max(rows.div_ceil(4 * rayon::current_num_threads()))
+            .max(1)
+    }
+
+    /// [`Sinusoidal::fill`] on rayon's current thread pool: bitwise the same table, the same
+    /// errors (`out` untouched on error).
+    ///
+    /// ```
+    /// use posenc::{Sinusoidal, SinusoidalLayout};
+    /// let pe = Sinusoidal::new(512, 10_000.0, SinusoidalLayout::Split).unwrap();
+    /// let (mut a, mut b) = (vec![0f32; 2048 * 512], vec![0f32; 2048 * 512]);
+    /// pe.par_fill(&mut a, 100).unwrap();
+    /// pe.fill(&mut b, 100).unwrap();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn par_fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
+        let d = self.d_model();
+        if !out.len().is_multiple_of(d) {
+            return Err(Error::NotWholeRows {
+                what: "out",
+                len: out.len(),
+                row: d,
+            });
+        }
+        if out.len() < PAR_MIN_ELEMENTS {
+            return self.fill(out, first_position);
+        }
+        let rows = out.len() / d;
+        // Rows whose position would pass u32::MAX cannot start a piece (the serial call
+        // forms `first + r` in f64, exactly); they stay in the last piece.
+        let startable = (u32::MAX - first_position) as usize; // rows 1..=startable may start
+        let (head, tail) = if rows - 1 > startable {
+            out.split_at_mut(startable * d)
+        } else {
+            (out, &mut [][..])
+        };
+        let per = self.par_rows(rows);
+        head.par_chunks_mut(per * d)
+            .enumerate()
+            .for_each(|(i, o)| ok(self.fill(o, first_position + (i * per) as u32)));
+        if !tail.is_empty() {
+            ok(self.fill(tail, first_position + startable as u32));
+        }
+        Ok(())
+    }
+
+    /// [`Sinusoidal::fill_positions`] on rayon's current thread pool: bitwise the same table,
+    /// the same errors.
+    ///
+    /// ```
+    /// use posenc::{Sinusoidal, SinusoidalLayout};
+    /// let pe = Sinusoidal::new(256, 10_000.0, SinusoidalLayout::Interleaved).unwrap();
+    /// let positions: Vec<i32> = (0..1000).map(|i| 7 * i - 300).collect();
+    /// let (mut a, mut b) = (vec![0f32; 1000 * 256], vec![0f32; 1000 * 256]);
+    /// pe.par_fill_positions(&mut a, &positions).unwrap();
+    /// pe.fill_positions(&mut b, &positions).unwrap();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn par_fill_positions<T: Element>(
+        &self,
+        out: &mut [T],
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        self.check_rows_of(out.len(), "out", positions.len())?;
+        self.split_positions(out, positions, |o, p| ok(self.fill_positions(o, p)));
+        Ok(())
+    }
+
+    /// [`Sinusoidal::add`] on rayon's current thread pool: bitwise the same result, the same
+    /// errors (`x` untouched on error).
+    ///
+    /// ```
+    /// use posenc::{Sinusoidal, SinusoidalLayout};
+    /// let pe = Sinusoidal::new(512, 10_000.0, SinusoidalLayout::Interleaved).unwrap();
+    /// let positions: Vec<i32> = (0..300).collect();
+    /// let (mut a, mut b) = (vec![0.5f32; 300 * 512], vec![0.5f32; 300 * 512]);
+    /// pe.par_add(&mut a, &positions).unwrap();
+    /// pe.add(&mut b, &positions).unwrap();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn par_add<T: Element>(&self, x: &mut [T], positions: &[i32]) -> Result<(), Error> {
+        self.check_rows_of(x.len(), "x", positions.len())?;
+        self.split_positions(x, positions, |x, p| ok(self.add(x, p)));
+        Ok(())
+    }
+
+    /// The serial calls' length check: `len == n · d_model`.
+    fn check_rows_of(&self, len: usize, what: &'static str, n: usize) -> Result<(), Error> {
+        let expected = n.checked_mul(self.d_model()).ok_or(Error::ShapeOverflow)?;
+        if len != expected {
+            return Err(Error::LengthMismatch {
+                what,
+                expected,
+                actual: len,
+            });
+        }
+        Ok(())
+    }
+
+    fn split_positions<T, F>(&self, x: &mut [T], positions: &[i32], f: F)
+    where
+        T: Element,
+        F: Fn(&mut [T], &[i32]) + Sync,
+    {
+        if x.len() < PAR_MIN_ELEMENTS {
+            return f(x, positions);
+        }
+        let d = self.d_model();
+        let per = self.par_rows(positions.len());
+        x.par_chunks_mut(per * d)
+            .zip(positions.par_chunks(per))
+            .for_each(|(x, p)| f(x, p));
+    }
+}
