@@ -1,0 +1,497 @@
+/*
+ * C-side tests of the posenc C API: links the static library and checks results against
+ * values computed here, independently, with C's own double-precision cos/sin/pow.
+ *
+ * Build and run: posenc-capi/run-c-tests.sh. The last line printed is "N passed, M failed";
+ * the exit status is non-zero if anything failed.
+ */
+#include "posenc.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(sizeof(PosencRope) == 8 + 8 * POSENC_ROPE_STORAGE_WORDS, "PosencRope size is the ABI");
+
+static int passed = 0, failed = 0;
+
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (cond) {                                                                            \
+            passed++;                                                                          \
+        } else {                                                                               \
+            failed++;                                                                          \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                        \
+            printf(__VA_ARGS__);                                                               \
+            printf("\n");                                                                      \
+        }                                                                                      \
+    } while (0)
+
+#define CHECK_CODE(got, want)                                                                  \
+    CHECK((got) == (want), "%s returned %d (%s), expected %s = %d; detail: %s", #got, (got),    \
+          posenc_error_message(got), #want, (want), posenc_last_error_detail())
+
+/* ------------------------------------------------------------ half-precision helpers */
+
+static double f16_to_double(uint16_t h) {
+    int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    double v;
+    if (exp == 0)
+        v = ldexp(man, -24);
+    else if (exp == 31)
+        v = man ? NAN : INFINITY;
+    else
+        v = ldexp(man + 1024, exp - 25);
+    return sign ? -v : v;
+}
+
+/* Round-to-nearest-even double -> binary16 (finite, in-range inputs). */
+static uint16_t double_to_f16(double v) {
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    double a = fabs(v);
+    if (a == 0) return sign;
+    int e;
+    frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    int exp = e - 1;  /* a in [2^exp, 2^(exp+1)) */
+    if (exp < -14) exp = -14; /* subnormal range: fixed quantum 2^-24 */
+    double q = ldexp(1.0, exp - 10);
+    double n = nearbyint(a / q); /* default rounding mode: to nearest, ties to even */
+    uint32_t bits;
+    if (n >= 2048) { /* rounded up into the next binade */
+        n /= 2;
+        exp += 1;
+    }
+    if (n < 1024) /* subnormal */
+        bits = (uint32_t)n;
+    else
+        bits = ((uint32_t)(exp + 15) << 10) | ((uint32_t)n - 1024);
+    return (uint16_t)(sign | bits);
+}
+
+static double bf16_to_double(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Round-to-nearest-even float -> bfloat16 (finite inputs). */
+static uint16_t float_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* Spacing of a format with `mant` fraction bits at |v| (normal range). */
+static double ulp_at(double v, int mant) {
+    int e;
+    if (v == 0) return ldexp(1.0, -24);
+    frexp(fabs(v), &e);
+    return ldexp(1.0, e - 1 - mant);
+}
+
+/* f32 results: within 1e-6 of the exact value (the contract gives ~5e-7 for |x| <= 1).
+ * Half results: the f32 value rounded once, so within half an ulp of the format plus that. */
+#define TOL32 1e-6
+
+/* ------------------------------------------------------------ independent reference */
+
+/* RoPE in double: pairs (2i, 2i+1) or (i, i + rot/2), angle p * base^(-2i/rot). */
+static void rope_ref(double *out, const double *x, int n_tok, int heads, int hd, int rot,
+                     int rotate_half, const int32_t *pos, double base, int inverse) {
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < heads; h++) {
+            const double *row = x + (t * heads + h) * hd;
+            double *o = out + (t * heads + h) * hd;
+            for (int c = 0; c < hd; c++) o[c] = row[c];
+            for (int i = 0; i < rot / 2; i++) {
+                double th = pos[t] * pow(base, -2.0 * i / rot);
+                if (inverse) th = -th;
+                int a = rotate_half ? i : 2 * i, b = rotate_half ? i + rot / 2 : 2 * i + 1;
+                o[a] = row[a] * cos(th) - row[b] * sin(th);
+                o[b] = row[b] * cos(th) + row[a] * sin(th);
+            }
+        }
+}
+
+static PosencRopeConfig config(size_t head_dim, float base, PosencLayout layout) {
+    PosencRopeConfig c;
+    memset(&c, 0, sizeof c); /* rotary_dim 0 = head_dim, scaling NONE */
+    c.head_dim = head_dim;
+    c.base = base;
+    c.layout = layout;
+    return c;
+}
+
+static const char *layout_name(PosencLayout l) {
+    return l == POSENC_LAYOUT_INTERLEAVED ? "interleaved" : "rotate_half";
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* The brief's case: 1 token, 1 head, head_dim 4, base 10000, position 1:
+ * pair 0 rotates by 1 rad, pair 1 by 0.01 rad. */
+static void test_known_rotation(void) {
+    const double x[4] = {0.5, -0.25, 0.75, 1.0}; /* exact in f32, f16 and bf16 */
+    const int32_t pos[1] = {1};
+    for (int li = 0; li < 2; li++) {
+        PosencLayout l = li ? POSENC_LAYOUT_ROTATE_HALF : POSENC_LAYOUT_INTERLEAVED;
+        PosencRopeConfig cfg = config(4, 10000.0f, l);
+        PosencRope rope;
+        CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+
+        /* Expected values written out by hand (not through rope_ref). */
+        double c1 = cos(1.0), s1 = sin(1.0), c2 = cos(0.01), s2 = sin(0.01), want[4];
+        if (l == POSENC_LAYOUT_INTERLEAVED) {
+            want[0] = x[0] * c1 - x[1] * s1;
+            want[1] = x[1] * c1 + x[0] * s1;
+            want[2] = x[2] * c2 - x[3] * s2;
+            want[3] = x[3] * c2 + x[2] * s2;
+        } else {
+            want[0] = x[0] * c1 - x[2] * s1;
+            want[2] = x[2] * c1 + x[0] * s1;
+            want[1] = x[1] * c2 - x[3] * s2;
+            want[3] = x[3] * c2 + x[1] * s2;
+        }
+
+        float xf[4];
+        uint16_t xh[4], xb[4];
+        for (int i = 0; i < 4; i++) {
+            xf[i] = (float)x[i];
+            xh[i] = double_to_f16(x[i]);
+            xb[i] = float_to_bf16((float)x[i]);
+        }
+        CHECK_CODE(posenc_rope_apply_f32(&rope, xf, 4, 1, pos, 1), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_f16(&rope, xh, 4, 1, pos, 1), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_bf16(&rope, xb, 4, 1, pos, 1), POSENC_OK);
+        for (int i = 0; i < 4; i++) {
+            CHECK(fabs(xf[i] - want[i]) <= TOL32, "f32 %s [%d]: got %.9g want %.9g",
+                  layout_name(l), i, xf[i], want[i]);
+            double h = f16_to_double(xh[i]);
+            CHECK(fabs(h - want[i]) <= 0.5 * ulp_at(want[i], 10) + TOL32,
+                  "f16 %s [%d]: got %.9g (0x%04x) want %.9g", layout_name(l), i, h, xh[i],
+                  want[i]);
+            double b = bf16_to_double(xb[i]);
+            CHECK(fabs(b - want[i]) <= 0.5 * ulp_at(want[i], 7) + TOL32,
+                  "bf16 %s [%d]: got %.9g (0x%04x) want %.9g", layout_name(l), i, b, xb[i],
+                  want[i]);
+        }
+        /* The f16 result is the rounding of the exact value (no near-ties in this case). */
+        for (int i = 0; i < 4; i++)
+            CHECK(xh[i] == double_to_f16(want[i]), "f16 %s [%d]: bits 0x%04x, want 0x%04x",
+                  layout_name(l), i, xh[i], double_to_f16(want[i]));
+    }
+}
+
+/* Several tokens (negative positions too), several heads, partial rotary, both layouts,
+ * every dtype, apply and inverse. */
+static void test_general_shapes(void) {
+    enum { T = 3, H = 2, D = 8, R = 6, N = T * H * D };
+    const int32_t pos[T] = {3, -2, 17};
+    double x[N], want[N], back[N];
+    for (int i = 0; i < N; i++) x[i] = ((i * 7) % 11 - 5) * 0.125; /* exact in every dtype */
+    for (int li = 0; li < 2; li++) {
+        PosencLayout l = li ? POSENC_LAYOUT_ROTATE_HALF : POSENC_LAYOUT_INTERLEAVED;
+        PosencRopeConfig cfg = config(D, 10000.0f, l);
+        cfg.rotary_dim = R;
+        PosencRope rope;
+        CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+        CHECK(posenc_rope_head_dim(&rope) == D && posenc_rope_rotary_dim(&rope) == R,
+              "dims %zu %zu", posenc_rope_head_dim(&rope), posenc_rope_rotary_dim(&rope));
+        rope_ref(want, x, T, H, D, R, li, pos, 10000.0, 0);
+        rope_ref(back, x, T, H, D, R, li, pos, 10000.0, 1);
+
+        float xf[N], xi[N];
+        uint16_t xh[N], xb[N];
+        for (int i = 0; i < N; i++) {
+            xf[i] = xi[i] = (float)x[i];
+            xh[i] = double_to_f16(x[i]);
+            xb[i] = float_to_bf16((float)x[i]);
+        }
+        CHECK_CODE(posenc_rope_apply_f32(&rope, xf, N, H, pos, T), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_inverse_f32(&rope, xi, N, H, pos, T), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_f16(&rope, xh, N, H, pos, T), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_bf16(&rope, xb, N, H, pos, T), POSENC_OK);
+        int bad32 = 0, badinv = 0, bad16 = 0, badb16 = 0, tail = 0;
+        for (int i = 0; i < N; i++) {
+            bad32 += fabs(xf[i] - want[i]) > TOL32;
+            badinv += fabs(xi[i] - back[i]) > TOL32;
+            bad16 += fabs(f16_to_double(xh[i]) - want[i]) > 0.5 * ulp_at(want[i], 10) + TOL32;
+            badb16 += fabs(bf16_to_double(xb[i]) - want[i]) > 0.5 * ulp_at(want[i], 7) + TOL32;
+            if (i % D >= R) tail += xf[i] != (float)x[i]; /* past rotary_dim: bit-for-bit */
+        }
+        CHECK(bad32 == 0, "f32 %s: %d values off", layout_name(l), bad32);
+        CHECK(badinv == 0, "f32 inverse %s: %d values off", layout_name(l), badinv);
+        CHECK(bad16 == 0, "f16 %s: %d values off", layout_name(l), bad16);
+        CHECK(badb16 == 0, "bf16 %s: %d values off", layout_name(l), badb16);
+        CHECK(tail == 0, "%s: %d channels past rotary_dim changed", layout_name(l), tail);
+
+        /* inverse(apply(x)) = x, in every dtype. */
+        CHECK_CODE(posenc_rope_apply_inverse_f32(&rope, xf, N, H, pos, T), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_inverse_f16(&rope, xh, N, H, pos, T), POSENC_OK);
+        CHECK_CODE(posenc_rope_apply_inverse_bf16(&rope, xb, N, H, pos, T), POSENC_OK);
+        int round = 0;
+        for (int i = 0; i < N; i++) {
+            round += fabs(xf[i] - x[i]) > TOL32;
+            /* two roundings of values in pairs of magnitude < 1: within an ulp of 1 */
+            round += fabs(f16_to_double(xh[i]) - x[i]) > ulp_at(1.0, 10);
+            round += fabs(bf16_to_double(xb[i]) - x[i]) > ulp_at(1.0, 7);
+        }
+        CHECK(round == 0, "%s: inverse(apply(x)) != x at %d values", layout_name(l), round);
+    }
+}
+
+static void test_tables_and_frequencies(void) {
+    PosencRopeConfig cfg = config(4, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    float w[2] = {0, 0};
+    CHECK_CODE(posenc_rope_inv_freq(&rope, w, 2), POSENC_OK);
+    CHECK(w[0] == 1.0f && w[1] == 0.01f, "inv_freq = {%.9g, %.9g}", w[0], w[1]);
+    CHECK(posenc_rope_attention_factor(&rope) == 1.0f, "attention factor %g",
+          posenc_rope_attention_factor(&rope));
+
+    const int32_t pos[3] = {0, 1, -1000};
+    float c[6], s[6];
+    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, s, 6), POSENC_OK);
+    int bad = 0;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 2; i++) {
+            double th = pos[t] * (double)w[i]; /* the contract: p times the f32 frequency */
+            bad += fabs(c[t * 2 + i] - cos(th)) > 3e-7 || fabs(s[t * 2 + i] - sin(th)) > 3e-7;
+        }
+    CHECK(bad == 0, "fill_cos_sin: %d values off", bad);
+
+    /* Rotation with the caller's tables: pair 0 by +90 degrees, pair 1 by 0. */
+    float x[4] = {1, 2, 3, 4};
+    const float tc[2] = {0, 1}, ts[2] = {1, 0};
+    CHECK_CODE(posenc_apply_with_table_f32(x, 4, 1, 4, POSENC_LAYOUT_ROTATE_HALF, tc, ts, 2),
+               POSENC_OK);
+    CHECK(x[0] == -3 && x[1] == 2 && x[2] == 1 && x[3] == 4, "with_table: {%g %g %g %g}", x[0],
+          x[1], x[2], x[3]);
+    uint16_t h[4] = {double_to_f16(1), double_to_f16(2), double_to_f16(3), double_to_f16(4)};
+    CHECK_CODE(posenc_apply_with_table_f16(h, 4, 1, 4, POSENC_LAYOUT_INTERLEAVED, tc, ts, 2),
+               POSENC_OK);
+    CHECK(f16_to_double(h[0]) == -2 && f16_to_double(h[1]) == 1 && f16_to_double(h[2]) == 3 &&
+              f16_to_double(h[3]) == 4,
+          "with_table f16 interleaved");
+    uint16_t b[4] = {float_to_bf16(1), float_to_bf16(2), float_to_bf16(3), float_to_bf16(4)};
+    CHECK_CODE(posenc_apply_with_table_bf16(b, 4, 1, 4, POSENC_LAYOUT_ROTATE_HALF, tc, ts, 2),
+               POSENC_OK);
+    CHECK(bf16_to_double(b[0]) == -3 && bf16_to_double(b[2]) == 1, "with_table bf16");
+
+    /* Scaling through the tagged struct. */
+    cfg.scaling.kind = POSENC_SCALING_LINEAR;
+    cfg.scaling.params.linear.factor = 2.0f;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    CHECK_CODE(posenc_rope_inv_freq(&rope, w, 2), POSENC_OK);
+    CHECK(w[0] == 0.5f && w[1] == 0.005f, "linear inv_freq = {%.9g, %.9g}", w[0], w[1]);
+
+    PosencRopeConfig y = config(128, 1e6f, POSENC_LAYOUT_ROTATE_HALF);
+    y.scaling.kind = POSENC_SCALING_YARN;
+    y.scaling.params.yarn.factor = 4.0f; /* the other fields 0: HF's defaults */
+    y.scaling.params.yarn.original_max_positions = 32768;
+    CHECK_CODE(posenc_rope_init(&y, &rope), POSENC_OK);
+    CHECK(fabs(posenc_rope_attention_factor(&rope) - (0.1 * log(4.0) + 1.0)) < 1e-6,
+          "yarn attention factor %.9g", posenc_rope_attention_factor(&rope));
+
+    const float factors[2] = {1.0f, 2.0f};
+    cfg.scaling.kind = POSENC_SCALING_FREQ_FACTORS;
+    cfg.scaling.params.freq_factors.factors = factors;
+    cfg.scaling.params.freq_factors.len = 2;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    CHECK_CODE(posenc_rope_inv_freq(&rope, w, 2), POSENC_OK);
+    CHECK(w[0] == 1.0f && w[1] == 0.005f, "freq_factors inv_freq = {%.9g, %.9g}", w[0], w[1]);
+
+    PosencRopeConfig l3 = config(128, 500000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    l3.scaling.kind = POSENC_SCALING_LLAMA3;
+    l3.scaling.params.llama3.factor = 8.0f;
+    l3.scaling.params.llama3.low_freq_factor = 1.0f;
+    l3.scaling.params.llama3.high_freq_factor = 4.0f;
+    l3.scaling.params.llama3.original_max_positions = 8192;
+    CHECK_CODE(posenc_rope_init(&l3, &rope), POSENC_OK);
+    float w3[64];
+    CHECK_CODE(posenc_rope_inv_freq(&rope, w3, 64), POSENC_OK);
+    CHECK(w3[0] == 1.0f && fabs(w3[63] - pow(500000.0, -126.0 / 128) / 8) < 1e-12 * 8,
+          "llama3 inv_freq[0] %.9g [63] %.9g", w3[0], w3[63]);
+}
+
+static void test_errors(void) {
+    /* Odd head_dim: a specific code, and the output struct untouched. */
+    PosencRopeConfig cfg = config(5, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    PosencRope rope, copy;
+    memset(&rope, 0xAB, sizeof rope);
+    memcpy(&copy, &rope, sizeof rope);
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_INVALID_HEAD_DIM);
+    CHECK(memcmp(&rope, &copy, sizeof rope) == 0, "failed init changed the PosencRope");
+    CHECK(strlen(posenc_last_error_detail()) > 0, "no error detail");
+
+    /* Odd head_dim with caller tables: code, and x unchanged. */
+    float x[6] = {1, 2, 3, 4, 5, 6}, x0[6];
+    memcpy(x0, x, sizeof x);
+    const float tc[1] = {0}, ts[1] = {1};
+    CHECK_CODE(posenc_apply_with_table_f32(x, 6, 2, 3, POSENC_LAYOUT_INTERLEAVED, tc, ts, 1),
+               POSENC_ERR_INVALID_HEAD_DIM);
+    CHECK(memcmp(x, x0, sizeof x) == 0, "failed apply_with_table changed x");
+
+    cfg = config(4, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    const int32_t pos[2] = {1, 2};
+    CHECK_CODE(posenc_rope_apply_f32(&rope, x, 6, 1, pos, 2), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_rope_apply_f32(&rope, x, 4, 0, pos, 1), POSENC_ERR_ZERO_HEADS);
+    CHECK_CODE(posenc_rope_apply_f32(&rope, NULL, 4, 1, pos, 1), POSENC_ERR_NULL_POINTER);
+    CHECK_CODE(posenc_rope_apply_f32(&rope, x, 4, 1, NULL, 1), POSENC_ERR_NULL_POINTER);
+    CHECK_CODE(posenc_rope_apply_f32(NULL, x, 4, 1, pos, 1), POSENC_ERR_NULL_POINTER);
+    CHECK_CODE(posenc_rope_apply_f32(&rope, NULL, 0, 1, NULL, 0), POSENC_OK); /* empty */
+    CHECK_CODE(posenc_rope_apply_f32(&rope, x, 4, 1, (const int32_t *)(x + 2), 1),
+               POSENC_ERR_OVERLAPPING_BUFFERS);
+    CHECK(memcmp(x, x0, sizeof x) == 0, "failed apply changed x");
+
+    PosencRope zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK_CODE(posenc_rope_apply_f32(&zero, x, 4, 1, pos, 1), POSENC_ERR_UNINITIALIZED_ROPE);
+    CHECK(isnan(posenc_rope_attention_factor(&zero)), "attention factor of an uninit rope");
+
+    cfg.layout = 7;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_INVALID_ENUM);
+    cfg = config(4, -1.0f, POSENC_LAYOUT_INTERLEAVED);
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_INVALID_PARAMETER);
+    cfg = config(4, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.rotary_dim = 6;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_INVALID_ROTARY_DIM);
+    cfg = config(2 * POSENC_MAX_ROTARY_DIM, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_ROTARY_DIM_TOO_LARGE);
+    cfg = config(4, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.scaling.kind = POSENC_SCALING_LLAMA3;
+    cfg.scaling.params.llama3.factor = 8.0f;
+    cfg.scaling.params.llama3.low_freq_factor = 4.0f;
+    cfg.scaling.params.llama3.high_freq_factor = 1.0f;
+    cfg.scaling.params.llama3.original_max_positions = 8192;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+
+    float out[4];
+    CHECK_CODE(posenc_sinusoidal_fill_f32(3, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, out, 3, 0),
+               POSENC_ERR_INVALID_MODEL_DIM);
+    CHECK_CODE(posenc_sinusoidal_fill_f32(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, out, 3, 0),
+               POSENC_ERR_NOT_WHOLE_ROWS);
+
+    /* Every code has a message; unknown codes too. */
+    const int codes[] = {POSENC_OK,
+                         POSENC_ERR_INVALID_HEAD_DIM,
+                         POSENC_ERR_INVALID_ROTARY_DIM,
+                         POSENC_ERR_ROTARY_DIM_TOO_LARGE,
+                         POSENC_ERR_INVALID_MODEL_DIM,
+                         POSENC_ERR_ZERO_HEADS,
+                         POSENC_ERR_LENGTH_MISMATCH,
+                         POSENC_ERR_NOT_WHOLE_ROWS,
+                         POSENC_ERR_INVALID_PARAMETER,
+                         POSENC_ERR_SHAPE_OVERFLOW,
+                         POSENC_ERR_BACKEND_UNAVAILABLE,
+                         POSENC_ERR_PARAMETER_OUT_OF_RANGE,
+                         POSENC_ERR_UNSUPPORTED_SCALING,
+                         POSENC_ERR_UNKNOWN,
+                         POSENC_ERR_NULL_POINTER,
+                         POSENC_ERR_MISALIGNED_POINTER,
+                         POSENC_ERR_OVERLAPPING_BUFFERS,
+                         POSENC_ERR_INVALID_ENUM,
+                         POSENC_ERR_UNINITIALIZED_ROPE,
+                         POSENC_ERR_PANIC,
+                         12345};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        const char *m = posenc_error_message(codes[i]);
+        CHECK(m != NULL && strlen(m) > 0, "empty message for %d", codes[i]);
+    }
+}
+
+static void test_sinusoidal(void) {
+    /* d_model 2: PE[p][0] = sin(p), PE[p][1] = cos(p). */
+    enum { P = 6 };
+    float pe[P * 2];
+    CHECK_CODE(posenc_sinusoidal_fill_f32(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, pe, P * 2, 0),
+               POSENC_OK);
+    int bad = 0;
+    for (int p = 0; p < P; p++)
+        bad += fabs(pe[2 * p] - sin(p)) > TOL32 || fabs(pe[2 * p + 1] - cos(p)) > TOL32;
+    CHECK(bad == 0, "sinusoidal d=2: %d rows off", bad);
+
+    /* From a first position, and d_model 4 split: sin(p), sin(p/100), cos(p), cos(p/100). */
+    float s4[3 * 4];
+    CHECK_CODE(posenc_sinusoidal_fill_f32(4, 10000.0f, POSENC_SINUSOIDAL_SPLIT, s4, 12, 1000),
+               POSENC_OK);
+    bad = 0;
+    for (int r = 0; r < 3; r++) {
+        double p = 1000 + r;
+        bad += fabs(s4[4 * r] - sin(p)) > TOL32 || fabs(s4[4 * r + 1] - sin(p / 100)) > TOL32 ||
+               fabs(s4[4 * r + 2] - cos(p)) > TOL32 || fabs(s4[4 * r + 3] - cos(p / 100)) > TOL32;
+    }
+    CHECK(bad == 0, "sinusoidal split d=4 from 1000: %d rows off", bad);
+
+    /* Explicit positions (negative too), and add. */
+    const int32_t pos[3] = {-5, 0, 123456};
+    float fp[6], x[6] = {1, 1, 1, 1, 1, 1};
+    CHECK_CODE(posenc_sinusoidal_fill_positions_f32(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED,
+                                                    fp, 6, pos, 3),
+               POSENC_OK);
+    CHECK_CODE(posenc_sinusoidal_add_f32(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, x, 6, pos, 3),
+               POSENC_OK);
+    bad = 0;
+    for (int r = 0; r < 3; r++) {
+        bad += fabs(fp[2 * r] - sin(pos[r])) > TOL32 || fabs(fp[2 * r + 1] - cos(pos[r])) > TOL32;
+        bad += fabs(x[2 * r] - (1 + sin(pos[r]))) > 2 * TOL32 ||
+               fabs(x[2 * r + 1] - (1 + cos(pos[r]))) > 2 * TOL32;
+    }
+    CHECK(bad == 0, "sinusoidal positions/add: %d values off", bad);
+
+    /* Half precision: rounded once. */
+    uint16_t h[P * 2], b[P * 2];
+    CHECK_CODE(posenc_sinusoidal_fill_f16(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, h, P * 2, 0),
+               POSENC_OK);
+    CHECK_CODE(posenc_sinusoidal_fill_bf16(2, 10000.0f, POSENC_SINUSOIDAL_INTERLEAVED, b, P * 2, 0),
+               POSENC_OK);
+    bad = 0;
+    for (int p = 0; p < P; p++) {
+        double sp = sin(p), cp = cos(p);
+        bad += fabs(f16_to_double(h[2 * p]) - sp) > 0.5 * ulp_at(sp, 10) + TOL32;
+        bad += fabs(f16_to_double(h[2 * p + 1]) - cp) > 0.5 * ulp_at(cp, 10) + TOL32;
+        bad += fabs(bf16_to_double(b[2 * p]) - sp) > 0.5 * ulp_at(sp, 7) + TOL32;
+        bad += fabs(bf16_to_double(b[2 * p + 1]) - cp) > 0.5 * ulp_at(cp, 7) + TOL32;
+    }
+    CHECK(bad == 0, "sinusoidal f16/bf16: %d values off", bad);
+    uint16_t hp[6], hx[6], bp[6], bx[6];
+    for (int i = 0; i < 6; i++) hx[i] = double_to_f16(1.0), bx[i] = float_to_bf16(1.0f);
+    CHECK_CODE(posenc_sinusoidal_fill_positions_f16(2, 10000.0f, 0, hp, 6, pos, 3), POSENC_OK);
+    CHECK_CODE(posenc_sinusoidal_fill_positions_bf16(2, 10000.0f, 0, bp, 6, pos, 3), POSENC_OK);
+    CHECK_CODE(posenc_sinusoidal_add_f16(2, 10000.0f, 0, hx, 6, pos, 3), POSENC_OK);
+    CHECK_CODE(posenc_sinusoidal_add_bf16(2, 10000.0f, 0, bx, 6, pos, 3), POSENC_OK);
+    bad = 0;
+    for (int r = 0; r < 3; r++) {
+        double sp = sin(pos[r]);
+        bad += fabs(f16_to_double(hp[2 * r]) - sp) > 0.5 * ulp_at(sp, 10) + TOL32;
+        bad += fabs(bf16_to_double(bp[2 * r]) - sp) > 0.5 * ulp_at(sp, 7) + TOL32;
+        bad += fabs(f16_to_double(hx[2 * r]) - (1 + sp)) > 0.5 * ulp_at(1 + sp, 10) + TOL32;
+        bad += fabs(bf16_to_double(bx[2 * r]) - (1 + sp)) > 0.5 * ulp_at(1 + sp, 7) + TOL32;
+    }
+    CHECK(bad == 0, "sinusoidal f16/bf16 positions/add: %d values off", bad);
+}
+
+static void test_library_info(void) {
+    const char *b = posenc_backend_name();
+    CHECK(b != NULL && (strcmp(b, "scalar") == 0 || strcmp(b, "portable") == 0 ||
+                        strcmp(b, "avx2") == 0 || strcmp(b, "avx512") == 0),
+          "backend name '%s'", b ? b : "(null)");
+    CHECK(strlen(posenc_version()) > 0, "empty version");
+    printf("posenc %s, backend %s\n", posenc_version(), b);
+}
+
+int main(void) {
+    test_library_info();
+    test_known_rotation();
+    test_general_shapes();
+    test_tables_and_frequencies();
+    test_errors();
+    test_sinusoidal();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
