@@ -41,6 +41,36 @@
 //! * Interleaved and rotate_half are the same math: permuting a row, applying the other
 //!   layout and permuting back is bitwise identical on the same backend.
 //!
+//! ## Presets
+//! [`presets`] holds the RoPE settings of published models as constants; each builds its
+//! [`Rope`] with [`presets::Preset::rope`]. The module's table cites where every value was
+//! checked and marks the ones that could not be.
+//!
+//! | model | preset | head / rotary dim | θ | layout | scaling / axes |
+//! |---|---|---|---|---|---|
+//! | Llama 2 7B | [`presets::LLAMA_2_7B`] | 128 / 128 | 1e4 | rotate_half | — |
+//! | Llama 3 8B | [`presets::LLAMA_3_8B`] | 128 / 128 | 5e5 | rotate_half | — |
+//! | Llama 3.1 8B | [`presets::LLAMA_3_1_8B`] | 128 / 128 | 5e5 | rotate_half | llama3 8, 1 / 4, 8192 |
+//! | Llama 3.2 1B / 3B | [`presets::LLAMA_3_2_1B`], [`presets::LLAMA_3_2_3B`] | 64, 128 | 5e5 | rotate_half | llama3 32, 1 / 4, 8192 |
+//! | Mistral 7B v0.1 / v0.3, Nemo | [`presets::MISTRAL_7B_V0_1`], [`presets::MISTRAL_7B_V0_3`], [`presets::MISTRAL_NEMO_12B`] | 128 / 128 | 1e4 / 1e6 / 1e6 | rotate_half | — |
+//! | Qwen2.5 7B | [`presets::QWEN2_5_7B`], [`presets::QWEN2_5_7B_YARN`] | 128 / 128 | 1e6 | rotate_half | — / YaRN 4, 32768 |
+//! | Qwen2-VL 7B (+ ViT) | [`presets::QWEN2_VL_7B`], [`presets::QWEN2_VL_VIT`] | 128; ViT 80 | 1e6; ViT 1e4 | rotate_half | M-RoPE `[16, 24, 24]`; 2-D |
+//! | Qwen3-VL 8B | [`presets::QWEN3_VL_8B`] | 128 / 128 | 5e6 | rotate_half | interleaved M-RoPE `[24, 20, 20]` |
+//! | DeepSeek-V3 | [`presets::DEEPSEEK_V3`] | 64 / 64 (rope part) | 1e4 | interleaved | YaRN 40, 4096, mscale 1 / 1 |
+//! | Phi-3-mini-128k | [`presets::phi_3_mini_128k`] | 96 / 96 | 1e4 | rotate_half | LongRoPE, factor lists from the caller |
+//! | GPT-NeoX 20B | [`presets::GPT_NEOX_20B`] | 96 / 24 | 1e4 | rotate_half | — |
+//! | GPT-J 6B | [`presets::GPT_J_6B`] | 256 / 64 | 1e4 | interleaved | — |
+//! | GLM-4 9B | [`presets::GLM_4_9B`] | 128 / 64 | 1e4 | interleaved | — |
+//! | Gemma 2 9B | [`presets::GEMMA_2_9B`] | 256 / 256 | 1e4 | rotate_half | — |
+//! | Gemma 3 4B | [`presets::GEMMA_3_4B_LOCAL`], [`presets::GEMMA_3_4B_GLOBAL`] | 256 / 256 | 1e4 local / 1e6 global | rotate_half | global: linear 8 |
+//! | gpt-oss 20B | [`presets::GPT_OSS_20B`] | 64 / 64 | 1.5e5 | rotate_half | YaRN 32, 4096, no truncation |
+//!
+//! ```
+//! let rope = posenc::presets::QWEN2_VL_7B.rope().unwrap();
+//! let mut k = vec![0.5f32; 2 * 4 * 128]; // 2 tokens, 4 KV heads
+//! rope.apply_axes(&mut k, 4, &[[7, 7, 7], [8, 3, 5]]).unwrap(); // a text token, an image patch
+//! ```
+//!
 //! ## Features
 //! | feature | default | effect |
 //! |---|---|---|
@@ -63,6 +93,7 @@ mod freq;
 #[cfg(feature = "rayon")]
 mod parallel;
 mod permute;
+pub mod presets;
 mod rope;
 mod sinusoidal;
 mod t5;
@@ -90,7 +121,7 @@ pub use rope::{
     Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling, Yarn, apply_with_table,
     apply_with_table_on,
 };
-pub use sinusoidal::{Sinusoidal, SinusoidalLayout};
+pub use sinusoidal::{Sinusoidal, SinusoidalLayout, fairseq_positions};
 pub use t5::{T5Buckets, t5_bucket};
 pub use trig::sin_cos_exact;
 pub use view::{MAX_VIEWS, View};

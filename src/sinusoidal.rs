@@ -1,6 +1,6 @@
 //! Sinusoidal position tables ("Attention Is All You Need", 2017).
 
-use crate::arch::{self, Backend, Rows};
+use crate::arch::{self, Backend, Rows, SinSpec};
 use crate::element::Element;
 use crate::error::Error;
 
@@ -16,15 +16,25 @@ use crate::error::Error;
 pub enum SinusoidalLayout {
     /// `PE[2i] = sin(p·ω_i)`, `PE[2i+1] = cos(p·ω_i)` (Vaswani et al., tensor2tensor).
     Interleaved,
-    /// All sines, then all cosines (Marian).
+    /// All sines, then all cosines (Marian, fairseq).
     Split,
+    /// All cosines, then all sines (latent-diffusion timestep embeddings, ggml
+    /// `timestep_embedding`).
+    SplitCosFirst,
 }
 
-/// A sinusoidal encoder: `ω_i = base^(−2i/d_model)`, i.e. `PE[p, 2i] = sin(p / base^(2i/d))`.
+/// A sinusoidal encoder. Four conventions, mutually incompatible, are built in:
+///
+/// | constructor | frequencies `ω_i` | layout | used by |
+/// |---|---|---|---|
+/// | [`Sinusoidal::new`] (`Interleaved`) | `base^(−2i/d)` | sin, cos, sin, cos… | Vaswani 2017, tensor2tensor |
+/// | [`Sinusoidal::new`] (`Split`) | `base^(−2i/d)` | sin… \| cos… | Marian |
+/// | [`Sinusoidal::fairseq`] | `base^(−i/(d/2 − 1))` | sin… \| cos…, odd `d` zero-padded, zero padding row | fairseq, M2M100, Speech2Text, Whisper's encoder table |
+/// | [`Sinusoidal::timestep`] | `max_period^(−i/(d/2))` | cos… \| sin…, odd `d` zero-padded | latent diffusion, ggml `timestep_embedding` |
 ///
 /// Frequencies and angles are formed in f64 and reduced exactly, so every value is within
 /// 2.4e-7 of the f64 formula at every position below 2^24 (numpy's f32 tables are off by
-/// 1e-2 at p = 1e6).
+/// 1e-2 at p = 1e6; fairseq's f32 table by 3.6e-3 already at p = 1e5).
 ///
 /// ```
 /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -35,20 +45,13 @@ pub enum SinusoidalLayout {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sinusoidal {
-    d_model: usize,
-    base: f32,
-    layout: SinusoidalLayout,
+    spec: SinSpec,
     backend: Backend,
 }
 
-/// `ω_i = base^(−2i/d)`, in f64.
-#[inline]
-pub(crate) fn frequency(base: f64, i: usize, d_model: usize) -> f64 {
-    libm::pow(base, -((2 * i) as f64) / d_model as f64)
-}
-
 impl Sinusoidal {
-    /// A table of width `d_model` (even, non-zero) with frequency base `base` (finite, > 0).
+    /// A table of width `d_model` (even, non-zero) with `ω_i = base^(−2i/d_model)` (`base`
+    /// finite, > 0): the 2017 formula.
     ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -60,14 +63,89 @@ impl Sinusoidal {
             return Err(Error::InvalidModelDim { d_model });
         }
         crate::freq::positive("base", base)?;
-        Ok(Sinusoidal {
+        let pairs = d_model / 2;
+        Ok(Sinusoidal::from_spec(SinSpec {
             d_model,
-            base,
+            pairs,
+            base: base as f64,
+            den: pairs as f64,
             layout,
-            backend: Backend::active(),
-        })
+            padding: None,
+        }))
     }
 
+    /// The fairseq / tensor2tensor table (M2M100, Speech2Text, XGLM…): `half = d_model / 2`
+    /// frequencies `ω_i = 10000^(−i/(half − 1))` (note `half − 1`, so `ω_{half−1} = 1/10000`),
+    /// all sines then all cosines, a zero last column when `d_model` is odd, and an all-zero
+    /// row at `padding_idx`. Rows are indexed by the raw table position: token `t` of a
+    /// sequence sits at `padding_idx + 1 + t` (see [`fairseq_positions`]). Needs
+    /// `d_model ≥ 4`.
+    ///
+    /// ```
+    /// use posenc::Sinusoidal;
+    /// let pe = Sinusoidal::fairseq(8, Some(1)).unwrap();
+    /// let mut rows = [9f32; 16];
+    /// pe.fill_positions(&mut rows, &[1, 2]).unwrap();
+    /// assert_eq!(&rows[..8], &[0.0; 8]); // the padding row
+    /// assert!((rows[8] - 2f32.sin()).abs() < 1e-7); // row 2: sin(2·ω_0), ω_0 = 1
+    /// ```
+    pub fn fairseq(d_model: usize, padding_idx: Option<u32>) -> Result<Sinusoidal, Error> {
+        let pairs = d_model / 2;
+        if pairs < 2 {
+            return Err(Error::InvalidModelDim { d_model });
+        }
+        let padding = match padding_idx {
+            Some(p) => Some(i32::try_from(p).map_err(|_| Error::ParameterOutOfRange {
+                what: "padding_idx",
+                constraint: "must fit in an i32 position",
+                value: p as f32,
+            })?),
+            None => None,
+        };
+        Ok(Sinusoidal::from_spec(SinSpec {
+            d_model,
+            pairs,
+            base: 10_000.0,
+            den: (pairs - 1) as f64,
+            layout: SinusoidalLayout::Split,
+            padding,
+        }))
+    }
+
+    /// The diffusion timestep embedding (`timestep_embedding` of latent diffusion and ggml):
+    /// `half = d_model / 2` frequencies `ω_i = max_period^(−i/half)`, cosines first, a zero last
+    /// column when `d_model` is odd. Timesteps may be fractional: see
+    /// [`Sinusoidal::fill_times`].
+    ///
+    /// ```
+    /// use posenc::Sinusoidal;
+    /// let pe = Sinusoidal::timestep(4, 10_000.0).unwrap();
+    /// let mut e = [0f32; 4];
+    /// pe.fill_times(&mut e, &[0.5]).unwrap();
+    /// assert!((e[0] - 0.5f32.cos()).abs() < 1e-7 && (e[2] - 0.5f32.sin()).abs() < 1e-7);
+    /// ```
+    pub fn timestep(d_model: usize, max_period: f32) -> Result<Sinusoidal, Error> {
+        let pairs = d_model / 2;
+        if pairs == 0 {
+            return Err(Error::InvalidModelDim { d_model });
+        }
+        crate::freq::positive("max_period", max_period)?;
+        Ok(Sinusoidal::from_spec(SinSpec {
+            d_model,
+            pairs,
+            base: max_period as f64,
+            den: pairs as f64,
+            layout: SinusoidalLayout::SplitCosFirst,
+            padding: None,
+        }))
+    }
+
+    fn from_spec(spec: SinSpec) -> Sinusoidal {
+        Sinusoidal {
+            spec,
+            backend: Backend::active(),
+        }
+    }
     /// The same encoder, run on `backend`.
     ///
     /// ```
@@ -99,12 +177,36 @@ impl Sinusoidal {
     /// assert_eq!(pe.d_model(), 8);
     /// ```
     pub fn d_model(&self) -> usize {
-        self.d_model
+        self.spec.d_model
+    }
+
+    /// The layout of a row.
+    ///
+    /// ```
+    /// let pe = posenc::Sinusoidal::timestep(8, 1e4).unwrap();
+    /// assert_eq!(pe.layout(), posenc::SinusoidalLayout::SplitCosFirst);
+    /// ```
+    pub fn layout(&self) -> SinusoidalLayout {
+        self.spec.layout
+    }
+
+    /// Frequency `i` (`i < d_model / 2`), in f64 as the tables use it; `None` past the end.
+    ///
+    /// ```
+    /// let pe = posenc::Sinusoidal::fairseq(64, Some(1)).unwrap();
+    /// assert!((pe.frequency(31).unwrap() - 1e-4).abs() < 1e-18);
+    /// ```
+    pub fn frequency(&self, i: usize) -> Option<f64> {
+        if i >= self.spec.pairs {
+            return None;
+        }
+        let mut w = [0.0];
+        crate::arch::sin_frequencies(self.spec.base, self.spec.den, i, &mut w);
+        Some(w[0])
     }
 
     fn run<T: Element>(&self, out: &mut [T], rows: Rows<'_>, add: bool) {
-        let (d, b, l) = (self.d_model, self.base as f64, self.layout);
-        arch::sinusoidal(self.backend, out, d, b, l, rows, add);
+        arch::sinusoidal(self.backend, out, &self.spec, rows, add);
     }
 
     /// Fills `out` (`rows × d_model`) with the rows of positions `first_position ..`.
@@ -118,11 +220,11 @@ impl Sinusoidal {
     /// assert!(pe.fill(&mut t[..5], 0).is_err()); // not whole rows
     /// ```
     pub fn fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
-        if !out.len().is_multiple_of(self.d_model) {
+        if !out.len().is_multiple_of(self.spec.d_model) {
             return Err(Error::NotWholeRows {
                 what: "out",
                 len: out.len(),
-                row: self.d_model,
+                row: self.spec.d_model,
             });
         }
         self.run(out, Rows::From(first_position), false);
@@ -130,7 +232,9 @@ impl Sinusoidal {
     }
 
     fn check_positions(&self, len: usize, what: &'static str, n: usize) -> Result<(), Error> {
-        let expected = n.checked_mul(self.d_model).ok_or(Error::ShapeOverflow)?;
+        let expected = n
+            .checked_mul(self.spec.d_model)
+            .ok_or(Error::ShapeOverflow)?;
         if len != expected {
             return Err(Error::LengthMismatch {
                 what,
@@ -176,4 +280,67 @@ impl Sinusoidal {
         self.run(x, Rows::List(positions), true);
         Ok(())
     }
+
+    /// Fills `out` (`times.len() × d_model`) with the rows of real-valued positions (diffusion
+    /// timesteps, which may be fractional). The angle `t·ω` is formed in f64 from the f32 `t`.
+    ///
+    /// ```
+    /// let pe = posenc::Sinusoidal::timestep(2, 10_000.0).unwrap();
+    /// let mut e = [0f32; 2];
+    /// pe.fill_times(&mut e, &[999.5]).unwrap();
+    /// assert!((e[0] - (999.5f64).cos() as f32).abs() < 2.4e-7);
+    /// ```
+    pub fn fill_times<T: Element>(&self, out: &mut [T], times: &[f32]) -> Result<(), Error> {
+        self.check_positions(out.len(), "out", times.len())?;
+        self.run(out, Rows::Times(times), false);
+        Ok(())
+    }
+}
+
+/// fairseq's `make_positions` / HF's `create_position_ids_from_input_ids`: the table row of
+/// each token of a (left- or right-padded) sequence. Real tokens count up from
+/// `padding_idx + 1 + past_len`; padding tokens (`input_ids[t] == padding_idx`) get
+/// `padding_idx`, the zero row of [`Sinusoidal::fairseq`]. Validates before writing: `out`
+/// must have `input_ids.len()` entries and every position must fit an `i32`.
+///
+/// ```
+/// let mut pos = [0i32; 5];
+/// posenc::fairseq_positions(&[1, 1, 7, 8, 9], 1, 0, &mut pos).unwrap();
+/// assert_eq!(pos, [1, 1, 2, 3, 4]);
+/// ```
+pub fn fairseq_positions(
+    input_ids: &[i64],
+    padding_idx: i64,
+    past_len: i64,
+    out: &mut [i32],
+) -> Result<(), Error> {
+    if out.len() != input_ids.len() {
+        return Err(Error::LengthMismatch {
+            what: "out",
+            expected: input_ids.len(),
+            actual: out.len(),
+        });
+    }
+    let real = input_ids.iter().filter(|&&t| t != padding_idx).count() as i64;
+    let last = padding_idx
+        .checked_add(past_len)
+        .and_then(|v| v.checked_add(real));
+    let fits = |v: i64| i32::try_from(v).is_ok();
+    if !(fits(padding_idx) && last.is_some_and(fits) && past_len >= 0) {
+        return Err(Error::ParameterOutOfRange {
+            what: "padding_idx + past_len + tokens",
+            constraint: "must be a non-negative past length with positions fitting an i32",
+            value: past_len as f32,
+        });
+    }
+    let mut count = 0i64;
+    for (o, &t) in out.iter_mut().zip(input_ids) {
+        if t == padding_idx {
+            *o = padding_idx as i32;
+        } else {
+            count += 1;
+            *o = (padding_idx + past_len + count) as i32;
+        }
+    }
+    Ok(())
 }

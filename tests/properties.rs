@@ -1036,6 +1036,7 @@ fn sinusoidal_accuracy_formula() {
                         let (is, ic) = match layout {
                             SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
                             SinusoidalLayout::Split => (i, half + i),
+                            SinusoidalLayout::SplitCosFirst => (half + i, i),
                         };
                         let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
                         if e > worst.0 {

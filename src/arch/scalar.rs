@@ -78,23 +78,25 @@ impl Kernels for Scalar {
     }
 }
 
-/// Writes (or adds) sin/cos of pairs `i0 .. i0 + sin.len()` into one sinusoidal row.
-/// Shared by every backend: the cost is in the trigonometry, not here.
+/// Writes (or adds) sin/cos of pairs `i0 .. i0 + sin.len()` into one sinusoidal row whose
+/// sine/cosine halves are `pairs` wide. Shared by every backend: the cost is in the
+/// trigonometry, not here.
 #[inline(always)]
 pub(crate) fn write_sinusoid<T: Element>(
     row: &mut [T],
     layout: SinusoidalLayout,
+    pairs: usize,
     i0: usize,
     sin: &[f32],
     cos: &[f32],
     add: bool,
 ) {
-    let half = row.len() / 2;
     for (k, (&s, &c)) in sin.iter().zip(cos).enumerate() {
         let i = i0 + k;
         let (is, ic) = match layout {
             SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
-            SinusoidalLayout::Split => (i, half + i),
+            SinusoidalLayout::Split => (i, pairs + i),
+            SinusoidalLayout::SplitCosFirst => (pairs + i, i),
         };
         if add {
             row[is] = T::from_f32(row[is].to_f32() + s);

@@ -369,9 +369,8 @@ impl<I: Isa> Kernels for Tier<I> {
 /// `arch/mod.rs` instantiated with `Tier<$isa>`.
 macro_rules! entry_points {
     ($isa:ty, $features:literal) => {
-        use crate::arch::{Job, Rows, Target};
+        use crate::arch::{Job, Rows, SinSpec, Target};
         use crate::element::Element;
-        use crate::sinusoidal::SinusoidalLayout;
 
         type K = crate::arch::x86_64::Tier<$isa>;
 
@@ -401,13 +400,11 @@ macro_rules! entry_points {
         #[target_feature(enable = $features)]
         pub(crate) unsafe fn sinusoidal<T: Element>(
             out: &mut [T],
-            d_model: usize,
-            base: f64,
-            layout: SinusoidalLayout,
+            spec: &SinSpec,
             rows: Rows<'_>,
             add: bool,
         ) {
-            crate::arch::sinusoidal_with::<K, T>(out, d_model, base, layout, rows, add)
+            crate::arch::sinusoidal_with::<K, T>(out, spec, rows, add)
         }
 
         /// # Safety
