@@ -11,7 +11,10 @@
 //!    `f32(p) · inv_freq` product other implementations use, and the same for a sinusoidal
 //!    table,
 //! 5. times `apply` on the active backend against the scalar reference and the memory
-//!    ceiling (an in-place `x = x·a + b` over the same bytes).
+//!    ceiling (an in-place `x = x·a + b` over the same bytes),
+//! 6. draws pictures into `target/posenc-tour/` (plots.rs): the sinusoidal table, RoPE's
+//!    long-distance decay for Llama/Qwen frequency sets, and the cos/sin error of section 4
+//!    at every scale out to 2^24 positions.
 //!
 //! It runs in a few seconds in release mode. The numbers are from this run, on this machine.
 
@@ -20,6 +23,8 @@ use posenc::{
 };
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+mod plots;
 
 const Q_HEADS: usize = 32;
 const KV_HEADS: usize = 8;
@@ -112,8 +117,8 @@ fn main() {
     speed::<f32>(&rope);
     speed::<bf16>(&rope);
 
-    // PLOTS: a later issue adds pictures here — cos/sin error vs position (posenc vs the f32
-    // product, log-log) and GB/s per shape against the memory ceiling.
+    section("6. Pictures");
+    pictures(&rope);
 
     println!();
     let total = start.elapsed();
@@ -730,6 +735,24 @@ fn axpb_avx2<T: Ceiling>(x: &mut [T], a: f32, b: f32) {
 #[target_feature(enable = "avx512f")]
 fn axpb_avx512<T: Ceiling>(x: &mut [T], a: f32, b: f32) {
     axpb_loop(x, a, b);
+}
+
+// ----------------------------------------------------------------------------------------
+// Section 6: pictures (drawn in plots.rs).
+
+/// Writes the PNGs and prints their paths. A picture that cannot be written (read-only
+/// target dir, …) is reported but does not fail the tour: its verdict is the checks'.
+fn pictures(rope: &Rope) {
+    let t = Instant::now();
+    match plots::write_all(rope) {
+        Ok(written) => {
+            for (path, what) in written {
+                println!("   {:<68} {}", what, path.display());
+            }
+            println!("   (drawn in {:.1} s)", t.elapsed().as_secs_f64());
+        }
+        Err(e) => println!("   pictures not written: {e}"),
+    }
 }
 
 // ----------------------------------------------------------------------------------------
