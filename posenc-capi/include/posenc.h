@@ -149,6 +149,40 @@
 #define POSENC_ROPE_STORAGE_WORDS 192
 
 /**
+ * Whether a `PosencPositions` is a list or a range: one of the `POSENC_POSITIONS_*` values.
+ */
+typedef uint32_t PosencPositionsKind;
+
+/**
+ * The positions of the queries or keys of a block, passed by value: an explicit list, or a
+ * contiguous range. A prefill block of `n` tokens is the range `(0, n)`; a decode step
+ * against a cache of `n` keys is queries `(n - 1, 1)` against keys `(0, n)`.
+ */
+typedef struct PosencPositions {
+  /**
+   * `POSENC_POSITIONS_LIST` or `POSENC_POSITIONS_RANGE`.
+   */
+  PosencPositionsKind kind;
+  /**
+   * For a range: the first position (ignored for a list).
+   */
+  int32_t start;
+  /**
+   * For a list: `len` readable positions (NULL only if `len` is 0; ignored for a range).
+   */
+  const int32_t *list;
+  /**
+   * How many positions.
+   */
+  size_t len;
+} PosencPositions;
+
+/**
+ * How the ALiBi bias depends on the query-key distance: one of the `POSENC_ALIBI_*` values.
+ */
+typedef uint32_t PosencAlibiMode;
+
+/**
  * Channel pairing of a RoPE layout: one of the `POSENC_LAYOUT_*` values.
  */
 typedef uint32_t PosencLayout;
@@ -452,6 +486,28 @@ typedef struct PosencRope {
 typedef uint32_t PosencSinusoidalLayout;
 
 /**
+ * `-slope * |k - q|`: the paper's bias, also for bidirectional (encoder) attention.
+ */
+#define POSENC_ALIBI_SYMMETRIC 0
+
+/**
+ * `slope * (k - q)`, no absolute value: as BLOOM, MPT and ggml add it. Under a causal mask
+ * both modes give the same numbers.
+ */
+#define POSENC_ALIBI_CAUSAL 1
+
+/**
+ * `list[0 .. len]`.
+ */
+#define POSENC_POSITIONS_LIST 0
+
+/**
+ * `start, start + 1, ..., start + len - 1` (no buffer; may run past `INT32_MAX` without
+ * wrapping).
+ */
+#define POSENC_POSITIONS_RANGE 1
+
+/**
  * Pairs `(2i, 2i + 1)`: GPT-J, Meta's original LLaMA checkpoints, ggml "normal".
  */
 #define POSENC_LAYOUT_INTERLEAVED 0
@@ -512,13 +568,110 @@ typedef uint32_t PosencSinusoidalLayout;
 #define POSENC_SINUSOIDAL_INTERLEAVED 0
 
 /**
- * All sines, then all cosines (Marian).
+ * All sines, then all cosines (Marian, fairseq).
  */
 #define POSENC_SINUSOIDAL_SPLIT 1
+
+/**
+ * All cosines, then all sines (latent-diffusion timestep embeddings, ggml
+ * `timestep_embedding`).
+ */
+#define POSENC_SINUSOIDAL_SPLIT_COS_FIRST 2
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Writes the ALiBi slopes of `n_heads` heads into `out` (`n_heads` floats), as BLOOM, MPT
+ * and ggml define them (maximum bias 8): with `c = 2^floor(log2 n_heads)`, head `k < c`
+ * gets `2^(-8(k+1)/c)` and the extra heads `k >= c` get `2^(-4(2(k-c)+1)/c)`; computed as
+ * BLOOM's `build_alibi_tensor` does, so they are BLOOM's f32 slopes bit for bit.
+ *
+ * Returns `POSENC_OK`, or an error code (`POSENC_ERR_ZERO_HEADS` for 0 heads) with `out`
+ * unchanged.
+ *
+ * # Safety
+ * `out` points to `n_heads` writable floats (NULL only if `n_heads` is 0), accessed by no
+ * other thread during the call.
+ */
+int posenc_alibi_slopes(float *out, size_t n_heads);
+
+/**
+ * `posenc_alibi_slopes` with a maximum bias other than 8 (ggml `max_alibi_bias`, MPT
+ * `alibi_bias_max`): head `k < c` gets `2^(-max_bias(k+1)/c)`, extra heads
+ * `2^(-(max_bias/2)(2(k-c)+1)/c)`. `max_bias` must be finite and > 0.
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * As `posenc_alibi_slopes`.
+ */
+int posenc_alibi_slopes_max_bias(float *out, size_t n_heads, float max_bias);
+
+/**
+ * Fills the ALiBi bias of an attention block: `out[h][i][j]` for head `h`, query `i`, key
+ * `j`, head-major and contiguous (`out_len == n_heads * q.len * k.len`), ready to add to
+ * `[heads, q, k]` scores. Each value is `slopes[h] * d` with `d = k_j - q_i`
+ * (`POSENC_ALIBI_CAUSAL`) or `-|k_j - q_i|` (`POSENC_ALIBI_SYMMETRIC`), the distance exact
+ * and the product rounded once to float: torch's `slopes * distance` for `|d| <= 2^24`.
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged (`POSENC_ERR_ZERO_HEADS` for no
+ * slopes, `POSENC_ERR_PARAMETER_OUT_OF_RANGE` for a non-finite slope).
+ *
+ * # Safety
+ * `slopes` points to `n_heads` readable floats, a list `q`/`k` to `len` readable `int32_t`,
+ * `out` to `out_len` writable floats (NULL allowed for zero counts); `out` must not overlap
+ * the inputs.
+ */
+int posenc_alibi_bias_f32(const float *slopes, size_t n_heads, struct PosencPositions q, struct PosencPositions k, PosencAlibiMode mode, float *out, size_t out_len);
+
+/**
+ * `posenc_alibi_bias_f32` with binary16 output (`uint16_t` bits, the float product rounded
+ * once more to nearest even).
+ *
+ * # Safety
+ * As `posenc_alibi_bias_f32`, with `out` pointing to `out_len` writable `uint16_t`.
+ */
+int posenc_alibi_bias_f16(const float *slopes, size_t n_heads, struct PosencPositions q, struct PosencPositions k, PosencAlibiMode mode, uint16_t *out, size_t out_len);
+
+/**
+ * `posenc_alibi_bias_f32` with bfloat16 output (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_alibi_bias_f32`, with `out` pointing to `out_len` writable `uint16_t`.
+ */
+int posenc_alibi_bias_bf16(const float *slopes, size_t n_heads, struct PosencPositions q, struct PosencPositions k, PosencAlibiMode mode, uint16_t *out, size_t out_len);
+
+/**
+ * BLOOM's key positions from an attention mask row of `len` bytes: `(cumsum(mask) - 1) *
+ * mask`, i.e. attended keys (any non-zero byte) are numbered 0, 1, 2, ... and padding gets
+ * 0. With these as key positions and one query at position 0, `posenc_alibi_bias_*` in
+ * `POSENC_ALIBI_CAUSAL` mode is BLOOM's `build_alibi_tensor` for that row.
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * `mask` points to `len` readable bytes and `out` to `len` writable `int32_t` (NULL allowed
+ * if `len` is 0); they must not overlap.
+ */
+int posenc_alibi_positions_from_mask_u8(const uint8_t *mask, int32_t *out, size_t len);
+
+/**
+ * `posenc_alibi_positions_from_mask_u8` for an `int32_t` mask.
+ *
+ * # Safety
+ * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int32_t`.
+ */
+int posenc_alibi_positions_from_mask_i32(const int32_t *mask, int32_t *out, size_t len);
+
+/**
+ * `posenc_alibi_positions_from_mask_u8` for an `int64_t` mask (torch's default mask dtype).
+ *
+ * # Safety
+ * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int64_t`.
+ */
+int posenc_alibi_positions_from_mask_i64(const int64_t *mask, int32_t *out, size_t len);
 
 /**
  * A short, static description of an error code (any `int`; unknown codes get a generic

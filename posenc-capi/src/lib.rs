@@ -1,10 +1,10 @@
 //! # posenc-capi
 //!
 //! A C ABI for [`posenc`]: RoPE applied in place (f32, f16, bf16; interleaved and rotate_half;
-//! every scaling scheme), cos/sin tables, rotation with caller tables, and sinusoidal
-//! position tables. Built as a static library, a shared library and an rlib; the header
-//! `include/posenc.h` is generated from this crate by cbindgen (`check-header.sh` keeps it in
-//! sync).
+//! every scaling scheme), cos/sin tables, rotation with caller tables, sinusoidal position
+//! tables, and ALiBi slopes and biases. Built as a static library, a shared library and an
+//! rlib; the header `include/posenc.h` is generated from this crate by cbindgen
+//! (`check-header.sh` keeps it in sync).
 //!
 //! ## Conventions (the caller contract, repeated in the header)
 //! * Every function that can fail returns an `int`: [`POSENC_OK`] (0) or a negative
@@ -38,12 +38,14 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod alibi;
 mod error;
 mod misc;
 mod raw;
 mod rope;
 mod sinusoidal;
 
+pub use alibi::*;
 pub use error::*;
 pub use misc::*;
 pub use rope::*;

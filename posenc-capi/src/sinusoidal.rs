@@ -13,13 +13,17 @@ use posenc::{Element, Sinusoidal, SinusoidalLayout, bf16, f16};
 pub type PosencSinusoidalLayout = u32;
 /// `PE[2i] = sin(p * w_i)`, `PE[2i+1] = cos(p * w_i)` (Vaswani et al., tensor2tensor).
 pub const POSENC_SINUSOIDAL_INTERLEAVED: PosencSinusoidalLayout = 0;
-/// All sines, then all cosines (Marian).
+/// All sines, then all cosines (Marian, fairseq).
 pub const POSENC_SINUSOIDAL_SPLIT: PosencSinusoidalLayout = 1;
+/// All cosines, then all sines (latent-diffusion timestep embeddings, ggml
+/// `timestep_embedding`).
+pub const POSENC_SINUSOIDAL_SPLIT_COS_FIRST: PosencSinusoidalLayout = 2;
 
 fn encoder(d_model: usize, base: f32, layout: PosencSinusoidalLayout) -> Result<Sinusoidal, Fail> {
     let layout = match layout {
         POSENC_SINUSOIDAL_INTERLEAVED => SinusoidalLayout::Interleaved,
         POSENC_SINUSOIDAL_SPLIT => SinusoidalLayout::Split,
+        POSENC_SINUSOIDAL_SPLIT_COS_FIRST => SinusoidalLayout::SplitCosFirst,
         v => return Err(Fail::InvalidEnum("layout", v)),
     };
     Ok(Sinusoidal::new(d_model, base, layout)?)

@@ -470,6 +470,10 @@ fn sinusoidal_matches_posenc_bitwise() {
     for (cl, l) in [
         (POSENC_SINUSOIDAL_INTERLEAVED, SinusoidalLayout::Interleaved),
         (POSENC_SINUSOIDAL_SPLIT, SinusoidalLayout::Split),
+        (
+            POSENC_SINUSOIDAL_SPLIT_COS_FIRST,
+            SinusoidalLayout::SplitCosFirst,
+        ),
     ] {
         let pe = Sinusoidal::new(10, 10_000.0, l).unwrap();
         let pos = [4i32, -3, 1_000_000];
@@ -1114,7 +1118,7 @@ fn sinusoidal_errors_leave_buffers_unchanged() {
             "base",
         );
         fails(
-            posenc_sinusoidal_fill_f32(2, 1e4, 2, op, 4, 0),
+            posenc_sinusoidal_fill_f32(2, 1e4, 3, op, 4, 0),
             POSENC_ERR_INVALID_ENUM,
             "layout",
         );

@@ -427,6 +427,16 @@ static void test_sinusoidal(void) {
                fabs(s4[4 * r + 2] - cos(p)) > TOL32 || fabs(s4[4 * r + 3] - cos(p / 100)) > TOL32;
     }
     CHECK(bad == 0, "sinusoidal split d=4 from 1000: %d rows off", bad);
+    CHECK_CODE(posenc_sinusoidal_fill_f32(4, 10000.0f, POSENC_SINUSOIDAL_SPLIT_COS_FIRST, s4, 12,
+                                          1000),
+               POSENC_OK);
+    bad = 0;
+    for (int r = 0; r < 3; r++) {
+        double p = 1000 + r;
+        bad += fabs(s4[4 * r] - cos(p)) > TOL32 || fabs(s4[4 * r + 1] - cos(p / 100)) > TOL32 ||
+               fabs(s4[4 * r + 2] - sin(p)) > TOL32 || fabs(s4[4 * r + 3] - sin(p / 100)) > TOL32;
+    }
+    CHECK(bad == 0, "sinusoidal cos-first d=4 from 1000: %d rows off", bad);
 
     /* Explicit positions (negative too), and add. */
     const int32_t pos[3] = {-5, 0, 123456};
@@ -476,6 +486,96 @@ static void test_sinusoidal(void) {
     CHECK(bad == 0, "sinusoidal f16/bf16 positions/add: %d values off", bad);
 }
 
+static PosencPositions pos_list(const int32_t *p, size_t n) {
+    PosencPositions r;
+    memset(&r, 0, sizeof r);
+    r.kind = POSENC_POSITIONS_LIST;
+    r.list = p;
+    r.len = n;
+    return r;
+}
+
+static PosencPositions pos_range(int32_t start, size_t n) {
+    PosencPositions r;
+    memset(&r, 0, sizeof r);
+    r.kind = POSENC_POSITIONS_RANGE;
+    r.start = start;
+    r.len = n;
+    return r;
+}
+
+static void test_alibi(void) {
+    /* 8 heads (a power of two): slope k = 2^-(k+1), exactly. */
+    float s[12];
+    CHECK_CODE(posenc_alibi_slopes(s, 8), POSENC_OK);
+    int bad = 0;
+    for (int k = 0; k < 8; k++) bad += s[k] != (float)ldexp(1.0, -(k + 1));
+    CHECK(bad == 0, "alibi slopes(8): %d off", bad);
+    /* 12 heads: c = 8, extra heads 2^(-4(2(k-8)+1)/8) = 2^-0.5, 2^-1.5, ... */
+    CHECK_CODE(posenc_alibi_slopes(s, 12), POSENC_OK);
+    CHECK(s[0] == 0.5f && s[1] == 0.25f && s[2] == 0.125f && s[8] == (float)sqrt(0.5),
+          "alibi slopes(12) = %.9g %.9g %.9g .. %.9g", s[0], s[1], s[2], s[8]);
+    CHECK(fabs(s[9] - pow(2.0, -1.5)) < 1e-7 && fabs(s[11] - pow(2.0, -3.5)) < 1e-7,
+          "alibi slopes(12) extra heads %.9g %.9g", s[9], s[11]);
+    CHECK_CODE(posenc_alibi_slopes_max_bias(s, 4, 4.0f), POSENC_OK);
+    CHECK(s[0] == 0.5f && s[3] == 0.0625f, "max_bias 4: %.9g %.9g", s[0], s[3]);
+
+    /* One head (slope 0.5), query at 1, keys 0, 1, 2. */
+    const float half[1] = {0.5f};
+    const int32_t q1[1] = {1};
+    float sym[3], causal[3];
+    CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3),
+                                     POSENC_ALIBI_SYMMETRIC, sym, 3),
+               POSENC_OK);
+    CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3),
+                                     POSENC_ALIBI_CAUSAL, causal, 3),
+               POSENC_OK);
+    CHECK(sym[0] == -0.5f && sym[1] == 0.0f && sym[2] == -0.5f, "symmetric: %g %g %g", sym[0],
+          sym[1], sym[2]);
+    CHECK(causal[0] == -0.5f && causal[1] == 0.0f && causal[2] == 0.5f, "causal: %g %g %g",
+          causal[0], causal[1], causal[2]);
+
+    /* Two heads, a decode step: query 9 against keys 0..9; f16 and bf16 are exact here. */
+    const float two[2] = {0.25f, 0.0625f};
+    float b32[20];
+    uint16_t b16[20], bb16[20];
+    PosencPositions q = pos_range(9, 1), k = pos_range(0, 10);
+    CHECK_CODE(posenc_alibi_bias_f32(two, 2, q, k, POSENC_ALIBI_CAUSAL, b32, 20), POSENC_OK);
+    CHECK_CODE(posenc_alibi_bias_f16(two, 2, q, k, POSENC_ALIBI_CAUSAL, b16, 20), POSENC_OK);
+    CHECK_CODE(posenc_alibi_bias_bf16(two, 2, q, k, POSENC_ALIBI_CAUSAL, bb16, 20), POSENC_OK);
+    bad = 0;
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 10; j++) {
+            double want = two[h] * (j - 9);
+            bad += b32[h * 10 + j] != want || f16_to_double(b16[h * 10 + j]) != want ||
+                   bf16_to_double(bb16[h * 10 + j]) != want;
+        }
+    CHECK(bad == 0, "alibi decode-step bias: %d off", bad);
+
+    /* BLOOM: positions from a left-padded mask, one query at 0. */
+    const uint8_t mask[5] = {0, 0, 1, 1, 1};
+    int32_t kp[5];
+    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, kp, 5), POSENC_OK);
+    CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 0 && kp[3] == 1 && kp[4] == 2,
+          "mask positions %d %d %d %d %d", kp[0], kp[1], kp[2], kp[3], kp[4]);
+    const int64_t mask64[3] = {1, 0, 1};
+    CHECK_CODE(posenc_alibi_positions_from_mask_i64(mask64, kp, 3), POSENC_OK);
+    CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 1, "i64 mask positions");
+
+    /* Errors, output unchanged. */
+    float out[3] = {7, 7, 7};
+    CHECK_CODE(posenc_alibi_slopes(out, 0), POSENC_ERR_ZERO_HEADS);
+    CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3), 5, out, 3),
+               POSENC_ERR_INVALID_ENUM);
+    CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3),
+                                     POSENC_ALIBI_CAUSAL, out, 2),
+               POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(NULL, 1), pos_range(0, 3),
+                                     POSENC_ALIBI_CAUSAL, out, 3),
+               POSENC_ERR_NULL_POINTER);
+    CHECK(out[0] == 7 && out[1] == 7 && out[2] == 7, "failed alibi call changed out");
+}
+
 static void test_library_info(void) {
     const char *b = posenc_backend_name();
     CHECK(b != NULL && (strcmp(b, "scalar") == 0 || strcmp(b, "portable") == 0 ||
@@ -492,6 +592,7 @@ int main(void) {
     test_tables_and_frequencies();
     test_errors();
     test_sinusoidal();
+    test_alibi();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
