@@ -12,7 +12,6 @@ impl Isa for Avx2 {
     const LANES: usize = 8;
     type F = __m256;
     type D = __m256d;
-    type M = __m256;
 
     #[inline(always)]
     unsafe fn splat(v: f32) -> __m256 {
@@ -35,28 +34,31 @@ impl Isa for Avx2 {
         _mm256_fmadd_ps(a, b, c)
     }
     #[inline(always)]
-    unsafe fn neg(a: __m256) -> __m256 {
-        _mm256_xor_ps(a, _mm256_set1_ps(-0.0))
+    unsafe fn fnmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
+        _mm256_fnmadd_ps(a, b, c)
     }
     #[inline(always)]
     unsafe fn swap_pairs(a: __m256) -> __m256 {
         _mm256_permute_ps::<0b10_11_00_01>(a)
     }
     #[inline(always)]
-    unsafe fn eq(a: __m256, b: __m256) -> __m256 {
-        _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b)
-    }
-    #[inline(always)]
-    unsafe fn ge(a: __m256, b: __m256) -> __m256 {
-        _mm256_cmp_ps::<_CMP_GE_OQ>(a, b)
-    }
-    #[inline(always)]
-    unsafe fn or(a: __m256, b: __m256) -> __m256 {
-        _mm256_or_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn select(m: __m256, t: __m256, f: __m256) -> __m256 {
-        _mm256_blendv_ps(f, t, m)
+    unsafe fn quadrant(ylo: __m256d, yhi: __m256d, s: __m256, c: __m256) -> (__m256, __m256) {
+        // The low dword of each f64 lane holds k's low bits: gather them into 8 i32 lanes.
+        let idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let ql = _mm256_permutevar8x32_epi32(_mm256_castpd_si256(ylo), idx);
+        let qh = _mm256_permutevar8x32_epi32(_mm256_castpd_si256(yhi), idx);
+        let q = _mm256_permute2x128_si256::<0x20>(ql, qh);
+        // blendv reads the sign bit: k odd ⇔ bit 0, moved to bit 31.
+        let odd = _mm256_castsi256_ps(_mm256_slli_epi32::<31>(q));
+        let (s2, c2) = (_mm256_blendv_ps(s, c, odd), _mm256_blendv_ps(c, s, odd));
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let sn = _mm256_and_si256(_mm256_slli_epi32::<30>(q), sign);
+        let q1 = _mm256_add_epi32(q, _mm256_set1_epi32(1));
+        let cn = _mm256_and_si256(_mm256_slli_epi32::<30>(q1), sign);
+        (
+            _mm256_xor_ps(s2, _mm256_castsi256_ps(sn)),
+            _mm256_xor_ps(c2, _mm256_castsi256_ps(cn)),
+        )
     }
 
     #[inline(always)]

@@ -17,7 +17,6 @@ impl Isa for Avx512 {
     const LANES: usize = 16;
     type F = __m512;
     type D = __m512d;
-    type M = __mmask16;
 
     #[inline(always)]
     unsafe fn splat(v: f32) -> __m512 {
@@ -40,31 +39,32 @@ impl Isa for Avx512 {
         _mm512_fmadd_ps(a, b, c)
     }
     #[inline(always)]
-    unsafe fn neg(a: __m512) -> __m512 {
-        _mm512_castsi512_ps(_mm512_xor_si512(
-            _mm512_castps_si512(a),
-            _mm512_set1_epi32(i32::MIN),
-        ))
+    unsafe fn fnmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fnmadd_ps(a, b, c)
     }
     #[inline(always)]
     unsafe fn swap_pairs(a: __m512) -> __m512 {
         _mm512_permute_ps::<0b10_11_00_01>(a)
     }
     #[inline(always)]
-    unsafe fn eq(a: __m512, b: __m512) -> __mmask16 {
-        _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b)
-    }
-    #[inline(always)]
-    unsafe fn ge(a: __m512, b: __m512) -> __mmask16 {
-        _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b)
-    }
-    #[inline(always)]
-    unsafe fn or(a: __mmask16, b: __mmask16) -> __mmask16 {
-        a | b
-    }
-    #[inline(always)]
-    unsafe fn select(m: __mmask16, t: __m512, f: __m512) -> __m512 {
-        _mm512_mask_blend_ps(m, f, t)
+    unsafe fn quadrant(ylo: __m512d, yhi: __m512d, s: __m512, c: __m512) -> (__m512, __m512) {
+        // The low dword of each f64 lane holds k's low bits (vpmovqd truncates to it).
+        let ql = _mm512_cvtepi64_epi32(_mm512_castpd_si512(ylo));
+        let qh = _mm512_cvtepi64_epi32(_mm512_castpd_si512(yhi));
+        let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(ql), qh);
+        let odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+        let (s2, c2) = (
+            _mm512_mask_blend_ps(odd, s, c),
+            _mm512_mask_blend_ps(odd, c, s),
+        );
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let sn = _mm512_and_si512(_mm512_slli_epi32::<30>(q), sign);
+        let q1 = _mm512_add_epi32(q, _mm512_set1_epi32(1));
+        let cn = _mm512_and_si512(_mm512_slli_epi32::<30>(q1), sign);
+        let flip = |v: __m512, m: __m512i| {
+            _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), m))
+        };
+        (flip(s2, sn), flip(c2, cn))
     }
 
     #[inline(always)]

@@ -32,7 +32,6 @@ pub(crate) trait Isa: Copy {
     const LANES: usize;
     type F: Copy;
     type D: Copy;
-    type M: Copy;
 
     unsafe fn splat(v: f32) -> Self::F;
     unsafe fn add(a: Self::F, b: Self::F) -> Self::F;
@@ -40,15 +39,15 @@ pub(crate) trait Isa: Copy {
     unsafe fn mul(a: Self::F, b: Self::F) -> Self::F;
     /// `a·b + c`, fused.
     unsafe fn fmadd(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
-    /// Flips the sign bit (like scalar `-x`).
-    unsafe fn neg(a: Self::F) -> Self::F;
+    /// `−(a·b) + c`, fused.
+    unsafe fn fnmadd(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
     /// `[x1, x0, x3, x2, …]`.
     unsafe fn swap_pairs(a: Self::F) -> Self::F;
-    unsafe fn eq(a: Self::F, b: Self::F) -> Self::M;
-    unsafe fn ge(a: Self::F, b: Self::F) -> Self::M;
-    unsafe fn or(a: Self::M, b: Self::M) -> Self::M;
-    /// `m ? t : f` per lane.
-    unsafe fn select(m: Self::M, t: Self::F, f: Self::F) -> Self::F;
+    /// Applies the quadrant `k mod 4` to the polynomial values `(s, c)`, where `k` sits in the
+    /// low mantissa bits of `y = angle·(2/π) + ROUND_MAGIC` (two f64 halves): swap when `k` is
+    /// odd, negate sin when `k & 2`, negate cos when `(k + 1) & 2` — the selections
+    /// `trig::quadrant` makes, so the results are bitwise the scalar ones.
+    unsafe fn quadrant(ylo: Self::D, yhi: Self::D, s: Self::F, c: Self::F) -> (Self::F, Self::F);
 
     unsafe fn dsplat(v: f64) -> Self::D;
     unsafe fn dadd(a: Self::D, b: Self::D) -> Self::D;
@@ -95,28 +94,26 @@ unsafe fn store<I: Isa, T: Element>(v: I::F, dst: &mut [T]) {
     }
 }
 
-/// Lane version of `trig::reduce`: `(r, q)` of f64 angles, the same operations in the same
-/// order (no fusing), so cos/sin are bitwise the scalar ones.
+/// Lane version of `trig::reduce`: the same operations in the same order (no fusing), so
+/// cos/sin are bitwise the scalar ones. Returns `r` and `y = angle·(2/π) + ROUND_MAGIC`,
+/// whose low mantissa bits hold the quadrant.
 #[inline(always)]
 unsafe fn reduce<I: Isa>(a: I::D) -> (I::D, I::D) {
     let magic = I::dsplat(ROUND_MAGIC);
-    let k = I::dsub(I::dadd(I::dmul(a, I::dsplat(TWO_OVER_PI)), magic), magic);
+    let y = I::dadd(I::dmul(a, I::dsplat(TWO_OVER_PI)), magic);
+    let k = I::dsub(y, magic);
     let r = I::dsub(a, I::dmul(k, I::dsplat(PIO2_1)));
     let r = I::dsub(r, I::dmul(k, I::dsplat(PIO2_2)));
     let r = I::dsub(r, I::dmul(k, I::dsplat(PIO2_3)));
-    let k4 = I::dsub(I::dmul(k, I::dsplat(0.25)), I::dsplat(0.375));
-    let k4 = I::dsub(I::dadd(k4, magic), magic);
-    let q = I::dsub(k, I::dmul(I::dsplat(4.0), k4));
-    (r, q)
+    (r, y)
 }
 
 /// `(sin, cos)` of `LANES` f64 angles given as two halves.
 #[inline(always)]
 unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
-    let (rl, ql) = reduce::<I>(lo);
-    let (rh, qh) = reduce::<I>(hi);
+    let (rl, yl) = reduce::<I>(lo);
+    let (rh, yh) = reduce::<I>(hi);
     let r = I::narrow(rl, rh);
-    let q = I::narrow(ql, qh);
     let z = I::mul(r, r);
     // ((S3·z + S2)·z + S1)·z·r + r
     let s = I::add(I::mul(I::splat(S3), z), I::splat(S2));
@@ -127,13 +124,7 @@ unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
     let c = I::add(I::mul(c, z), I::splat(C1));
     let c = I::mul(I::mul(c, z), z);
     let c = I::add(I::sub(c, I::mul(I::splat(0.5), z)), I::splat(1.0));
-    let q1 = I::eq(q, I::splat(1.0));
-    let q2 = I::eq(q, I::splat(2.0));
-    let odd = I::or(q1, I::eq(q, I::splat(3.0)));
-    let (s, c) = (I::select(odd, c, s), I::select(odd, s, c));
-    let s = I::select(I::ge(q, I::splat(2.0)), I::neg(s), s);
-    let c = I::select(I::or(q1, q2), I::neg(c), c);
-    (s, c)
+    I::quadrant(yl, yh, s, c)
 }
 
 /// `v` rounded to `T` and widened back.
@@ -169,16 +160,33 @@ impl<I: Isa> Tier<I> {
         I::store_f32(I::mul(s, ss), sin);
     }
 
-    /// `x·c + ys` under a rounding mode; `ys` is the (signed) cross product.
+    /// `x·c ∓ y·s` under a rounding mode (`minus` picks the sign; the interleaved tables
+    /// carry it in `s` instead). Every layout forms exactly these expressions per pair, which
+    /// keeps interleaved and rotate_half bitwise equivalent.
     #[inline(always)]
-    unsafe fn rot<T: Element>(x: I::F, c: I::F, ys: I::F, round: Rounding) -> I::F {
-        match round {
-            // Fused: (a·c − b·s) as fma(a, c, b·(−s)); every layout forms exactly this.
-            Rounding::Once => I::fmadd(x, c, ys),
+    unsafe fn rot<T: Element>(
+        x: I::F,
+        c: I::F,
+        y: I::F,
+        s: I::F,
+        minus: bool,
+        round: Rounding,
+    ) -> I::F {
+        let xc = I::mul(x, c);
+        match (round, minus) {
+            // Fused: one rounding of y·s ± round(x·c).
+            (Rounding::Once, true) => I::fnmadd(y, s, xc),
+            (Rounding::Once, false) => I::fmadd(y, s, xc),
             // HF's unfused f32 ops, with (eager) or without (upcast) rounding to T between.
-            Rounding::HfUpcast => I::add(I::mul(x, c), ys),
-            Rounding::HfEager => {
-                round_t::<I, T>(I::add(round_t::<I, T>(I::mul(x, c)), round_t::<I, T>(ys)))
+            (Rounding::HfUpcast, true) => I::sub(xc, I::mul(y, s)),
+            (Rounding::HfUpcast, false) => I::add(xc, I::mul(y, s)),
+            (Rounding::HfEager, minus) => {
+                let (xc, ys) = (round_t::<I, T>(xc), round_t::<I, T>(I::mul(y, s)));
+                round_t::<I, T>(if minus {
+                    I::sub(xc, ys)
+                } else {
+                    I::add(xc, ys)
+                })
             }
         }
     }
@@ -193,18 +201,15 @@ impl<I: Isa> Tier<I> {
         round: Rounding,
     ) {
         let (x, y) = (load::<I, T>(a), load::<I, T>(b));
-        store::<I, T>(Self::rot::<T>(x, c, I::mul(y, I::neg(s)), round), a);
-        store::<I, T>(Self::rot::<T>(y, c, I::mul(x, s), round), b);
+        store::<I, T>(Self::rot::<T>(x, c, y, s, true, round), a);
+        store::<I, T>(Self::rot::<T>(y, c, x, s, false, round), b);
     }
 
-    /// One block of an interleaved head: `x[..LANES]` with expanded tables.
+    /// One block of an interleaved head: `x[..LANES]` with expanded tables (`sd` signed).
     #[inline(always)]
     unsafe fn rot_inter_block<T: Element>(x: &mut [T], cd: I::F, sd: I::F, round: Rounding) {
         let v = load::<I, T>(x);
-        store::<I, T>(
-            Self::rot::<T>(v, cd, I::mul(I::swap_pairs(v), sd), round),
-            x,
-        );
+        store::<I, T>(Self::rot::<T>(v, cd, I::swap_pairs(v), sd, false, round), x);
     }
 }
 
