@@ -1,9 +1,11 @@
 //! # posenc
 //!
 //! The numeric core for transformer positional encodings: RoPE applied in place to query and
-//! key rows (interleaved and rotate_half layouts; `f32`, `f16`, `bf16` storage; partial rotary;
-//! arbitrary and negative positions) and sinusoidal position tables. Allocation-free,
-//! `#![no_std]`, SIMD on every target.
+//! key rows (interleaved and rotate_half layouts; `f32`, `f16`, `bf16` storage; partial rotary
+//! and rotary windows; arbitrary and negative positions; every frequency-scaling scheme
+//! released checkpoints use; M-RoPE and 2-D vision RoPE; strided views), sinusoidal position
+//! tables in all four conventions, and the companions runtimes need. Allocation-free,
+//! `#![no_std]`, SIMD on every target, runtime-dispatched AVX2/AVX-512 on x86-64.
 //!
 //! ```
 //! use posenc::{Layout, Rope, RopeConfig};
@@ -15,6 +17,42 @@
 //! rope.apply(&mut q, 32, &positions).unwrap();
 //! rope.apply(&mut k, 8, &positions).unwrap();
 //! ```
+//!
+//! ## Entry points
+//! | what | where |
+//! |---|---|
+//! | RoPE on token-major rows | [`Rope::apply`], [`Rope::apply_inverse`], [`Rope::apply_qk`] (GQA, one cos/sin) |
+//! | strided buffers (fused QKV, head-major) | [`Rope::apply_views`] with [`View`] |
+//! | KV-cache shift (pure rotation) | [`Rope::shift`] |
+//! | several positions per token | [`Rope::apply_axes`] with [`Axes`] (M-RoPE, 2-D vision) |
+//! | cos/sin tables, or applying someone else's | [`Rope::fill_cos_sin`], [`apply_with_table`] |
+//! | frequencies from a checkpoint | [`Rope::from_inv_freq`] |
+//! | HF's own rounding, for bit-parity with HF | [`Rope::with_rounding`], [`Rounding`] |
+//! | sinusoidal tables | [`Sinusoidal`] (`new`, `fairseq`, `timestep`) |
+//! | model settings | [`presets`] |
+//!
+//! ## Features
+//! | feature | default | effect |
+//! |---|---|---|
+//! | `std` | yes | run-time CPU detection (`is_x86_feature_detected!`), cached once per process; results never depend on it |
+//! | `rayon` | no | `par_*` variants of the RoPE and sinusoidal entry points that split by tokens (by heads for one token), no allocation in the hot path |
+//!
+//! Without `std` the crate is `#![no_std]` (math from `libm`), selects its SIMD tier from the
+//! compile-time target features, and builds for bare-metal targets such as
+//! `thumbv7em-none-eabihf`.
+//!
+//! ## Hardware
+//! | [`Backend`] | where it runs | how it is chosen |
+//! |---|---|---|
+//! | `Avx512` | x86-64 with AVX-512F, AVX2, FMA, F16C | at run time (std) or `-C target-feature` (no_std) |
+//! | `Avx2` | x86-64 with AVX2, FMA, F16C (Haswell, Zen and later) | at run time (std) or `-C target-feature` |
+//! | `Portable` | every target: SSE2 on x86-64, NEON on aarch64, simd128 on wasm32, scalar lanes elsewhere (`wide`) | fallback |
+//! | `Scalar` | everywhere | only on request: the reference the others are tested against |
+//!
+//! [`Backend::active`] says which one runs; [`Rope::with_backend`] and
+//! [`Sinusoidal::with_backend`] pick one explicitly. `Portable` is bitwise equal to `Scalar`;
+//! the x86 tiers fuse multiply-adds in the rotation and stay within the rotation bound below;
+//! cos/sin tables are bitwise identical on every backend.
 //!
 //! ## Companions
 //! * **ALiBi** ([`alibi_slopes`], [`alibi_bias`]): BLOOM's f32 slopes bit for bit for any head
@@ -39,7 +77,12 @@
 //!   unit roundoff) of the exact value for the given c, s, fused or not; near cancellation no
 //!   bound in ulps of the result is possible, so none is claimed.
 //! * Interleaved and rotate_half are the same math: permuting a row, applying the other
-//!   layout and permuting back is bitwise identical on the same backend.
+//!   layout and permuting back is bitwise identical on the same backend (NaN payloads aside:
+//!   which NaN survives an operation is unspecified).
+//! * Sinusoidal tables use frequencies and angles formed in f64, so they match the f64 formula
+//!   within 2.4e-7 at every position below 2^24.
+//! * Bad input gets a typed [`Error`] before anything is written: a call that fails leaves every
+//!   buffer untouched, and no input makes a public function panic.
 //!
 //! ## Presets
 //! [`presets`] holds the RoPE settings of published models as constants; each builds its

@@ -86,12 +86,18 @@ fn rope_case<T: Element>(layout: Layout, head_dim: usize, rotary_dim: usize) {
     }
 }
 
+/// Miri has no model of the F16C conversions (`vcvtps2ph`), which `half` and the x86 tiers
+/// use when the build enables `f16c`; such a Miri run covers f32 and bf16 only.
+const F16: bool = !cfg!(all(miri, target_feature = "f16c"));
+
 #[test]
 fn rope_every_backend_dtype_layout_tail() {
     for layout in [Layout::Interleaved, Layout::RotateHalf] {
         for (hd, rd) in [(2, 2), (6, 4), (18, 18), (40, 34), (64, 64)] {
             rope_case::<f32>(layout, hd, rd);
-            rope_case::<f16>(layout, hd, rd);
+            if F16 {
+                rope_case::<f16>(layout, hd, rd);
+            }
             rope_case::<bf16>(layout, hd, rd);
         }
     }
@@ -132,7 +138,7 @@ fn sinusoidal_every_backend() {
 #[test]
 fn errors_leave_buffers_alone() {
     let rope = Rope::new(&RopeConfig::new(8, 10_000.0, Layout::RotateHalf)).unwrap();
-    let mut x = vec![f16::from_f32(1.5); 17];
+    let mut x = vec![bf16::from_f32(1.5); 17];
     assert!(rope.apply(&mut x, 2, &[0]).is_err());
     assert!(x.iter().all(|v| v.to_f32() == 1.5));
 }
