@@ -11,6 +11,12 @@ use core::fmt;
 /// The largest `rotary_dim` a [`Rope`] supports: its frequencies live inline (no heap), in
 /// `MAX_ROTARY_DIM / 2` f32 slots. 512 covers every released RoPE model (the largest rotary
 /// dims in use are 256). `head_dim` itself has no limit.
+///
+/// ```
+/// use posenc::{Error, Layout, Rope, RopeConfig, MAX_ROTARY_DIM};
+/// let too_wide = RopeConfig::new(2 * MAX_ROTARY_DIM, 1e4, Layout::RotateHalf);
+/// assert!(matches!(Rope::new(&too_wide), Err(Error::RotaryDimTooLarge { .. })));
+/// ```
 pub const MAX_ROTARY_DIM: usize = 512;
 pub(crate) const MAX_PAIRS: usize = MAX_ROTARY_DIM / 2;
 

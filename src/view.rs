@@ -5,6 +5,15 @@ use crate::error::Error;
 
 /// At most this many views per [`Rope::apply_views`](crate::Rope::apply_views) call (Q and K
 /// of a fused QKV buffer need two).
+///
+/// ```
+/// use posenc::{Layout, Rope, RopeConfig, View, MAX_VIEWS};
+/// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+/// let mut x = vec![0f32; 8 * (MAX_VIEWS + 1)];
+/// let views: Vec<View> =
+///     (0..=MAX_VIEWS).map(|i| View { n_heads: 1, token_stride: 8, head_stride: 8, offset: 8 * i }).collect();
+/// assert!(rope.apply_views(&mut x, &views, &[0]).is_err()); // one view too many
+/// ```
 pub const MAX_VIEWS: usize = 4;
 
 /// Where `n_heads` heads of every token live in a buffer, in elements: head `h` of token `t`
