@@ -292,6 +292,31 @@ pub(crate) trait Kernels {
         tab: &Tables,
         round: Rounding,
     );
+    /// Rotates pairs `pair0 .. pair0 + n` of `n_heads` heads of one token: head `h`'s rotary
+    /// window is `x[h·head_stride ..][..rotary_dim]` (windows validated disjoint and in
+    /// bounds). The default walks the heads; a backend may reorder the work (e.g. keep a
+    /// block of cos/sin in registers across heads) as long as each head gets exactly
+    /// [`Kernels::rotate_head`]'s results.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn rotate_heads<T: Element>(
+        x: &mut [T],
+        n_heads: usize,
+        head_stride: usize,
+        rotary_dim: usize,
+        layout: Layout,
+        pair0: usize,
+        n: usize,
+        tab: &Tables,
+        round: Rounding,
+    ) {
+        let half = rotary_dim / 2;
+        for h in 0..n_heads {
+            let start = h * head_stride;
+            let win = &mut x[start..start + rotary_dim];
+            Self::rotate_head(win, half, layout, pair0, n, tab, round);
+        }
+    }
     /// The memory ceiling: `x = x·a + b` in place, one rounding to `T`.
     fn axpb<T: Element>(x: &mut [T], a: f32, b: f32);
 }
@@ -386,12 +411,21 @@ pub(crate) fn rope_with<K: Kernels, T: Element>(targets: &mut [Target<'_, T>], j
             K::prepare(job.layout, &cbuf[..n], &sbuf[..n], &mut tab);
             for target in targets.iter_mut() {
                 for span in target.spans {
-                    let mut start = span.offset + t * span.token_stride;
-                    for _ in 0..span.n_heads {
-                        let win = &mut target.x[start..start + job.rotary_dim];
-                        K::rotate_head(win, half, job.layout, p0, n, &tab, job.round);
-                        start += span.head_stride;
-                    }
+                    let start = span.offset + t * span.token_stride;
+                    let len = (span.n_heads - 1) * span.head_stride + job.rotary_dim;
+                    let heads = &mut target.x[start..start + len];
+                    let (hs, rd) = (span.head_stride, job.rotary_dim);
+                    K::rotate_heads(
+                        heads,
+                        span.n_heads,
+                        hs,
+                        rd,
+                        job.layout,
+                        p0,
+                        n,
+                        &tab,
+                        job.round,
+                    );
                 }
             }
             p0 += n;

@@ -222,6 +222,49 @@ fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
     buf
 }
 
+/// The last `n − nl` (< LANES) pairs of a rotate_half window, through the vector code on a
+/// zero-padded copy so that they get the same operations as the full blocks.
+#[inline(always)]
+unsafe fn rotate_half_tail<I: Isa, T: Element>(
+    win: &mut [T],
+    half: usize,
+    pair0: usize,
+    nl: usize,
+    n: usize,
+    tab: &Tables,
+    round: Rounding,
+) {
+    let l = I::LANES;
+    let (lo, hi) = win.split_at_mut(half);
+    let (a, b) = (
+        &mut lo[pair0 + nl..pair0 + n],
+        &mut hi[pair0 + nl..pair0 + n],
+    );
+    let (mut at, mut bt) = (pad(a), pad(b));
+    let c = I::load_f32(&tab.c[nl..nl + l]);
+    let s = I::load_f32(&tab.s[nl..nl + l]);
+    Tier::<I>::rot_half_block(&mut at[..l], &mut bt[..l], c, s, round);
+    a.copy_from_slice(&at[..n - nl]);
+    b.copy_from_slice(&bt[..n - nl]);
+}
+
+/// The last `m − ml` (< LANES) values of an interleaved run `x[..m]`, padded likewise.
+#[inline(always)]
+unsafe fn interleaved_tail<I: Isa, T: Element>(
+    x: &mut [T],
+    ml: usize,
+    m: usize,
+    tab: &Tables,
+    round: Rounding,
+) {
+    let l = I::LANES;
+    let mut xt = pad(&x[ml..m]);
+    let c = I::load_f32(&tab.c[ml..ml + l]);
+    let s = I::load_f32(&tab.s[ml..ml + l]);
+    Tier::<I>::rot_inter_block(&mut xt[..l], c, s, round);
+    x[ml..m].copy_from_slice(&xt[..m - ml]);
+}
+
 impl<I: Isa> Kernels for Tier<I> {
     #[inline(always)]
     fn cos_sin(p: Pos<'_>, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]) {
@@ -319,12 +362,7 @@ impl<I: Isa> Kernels for Tier<I> {
                         Self::rot_half_block(a, b, I::load_f32(c), I::load_f32(s), round);
                     }
                     if nl < n {
-                        let (mut at, mut bt) = (pad(&a[nl..]), pad(&b[nl..]));
-                        let c = I::load_f32(&tab.c[nl..nl + l]);
-                        let s = I::load_f32(&tab.s[nl..nl + l]);
-                        Self::rot_half_block(&mut at[..l], &mut bt[..l], c, s, round);
-                        a[nl..].copy_from_slice(&at[..n - nl]);
-                        b[nl..].copy_from_slice(&bt[..n - nl]);
+                        rotate_half_tail::<I, T>(win, half, pair0, nl, n, tab, round);
                     }
                 }
                 Layout::Interleaved => {
@@ -338,11 +376,111 @@ impl<I: Isa> Kernels for Tier<I> {
                         Self::rot_inter_block(x, I::load_f32(c), I::load_f32(s), round);
                     }
                     if ml < m {
-                        let mut xt = pad(&x[ml..]);
-                        let c = I::load_f32(&tab.c[ml..ml + l]);
-                        let s = I::load_f32(&tab.s[ml..ml + l]);
-                        Self::rot_inter_block(&mut xt[..l], c, s, round);
-                        x[ml..].copy_from_slice(&xt[..m - ml]);
+                        interleaved_tail::<I, T>(x, ml, m, tab, round);
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn rotate_heads<T: Element>(
+        x: &mut [T],
+        n_heads: usize,
+        head_stride: usize,
+        rotary_dim: usize,
+        layout: Layout,
+        pair0: usize,
+        n: usize,
+        tab: &Tables,
+        round: Rounding,
+    ) {
+        // Blocks outer, heads inner: a block's cos/sin stay in registers while every head of
+        // the token (16 KiB for 32 × 128 f32, in L1) goes through it. Each head gets the same
+        // operations as `rotate_head`, so results are identical; tails fall back to it.
+        let l = I::LANES;
+        let half = rotary_dim / 2;
+        let span = (n_heads - 1) * head_stride + rotary_dim;
+        // The driver hands a region of exactly `span` elements; anything else takes the
+        // per-head path, which bounds-checks every access.
+        if x.len() != span || head_stride < rotary_dim {
+            for h in 0..n_heads {
+                let start = h * head_stride;
+                Self::rotate_head(
+                    &mut x[start..start + rotary_dim],
+                    half,
+                    layout,
+                    pair0,
+                    n,
+                    tab,
+                    round,
+                );
+            }
+            return;
+        }
+        let base = x.as_mut_ptr();
+        // SAFETY (pointer arithmetic and the slices made from it): every window
+        // [h·head_stride, h·head_stride + rotary_dim) lies in `x` because
+        // x.len() == (n_heads − 1)·head_stride + rotary_dim, and the windows are disjoint
+        // because head_stride ≥ rotary_dim (both checked above). Inside a window the blocks
+        // read and written are [pair0 + k, pair0 + k + LANES) and the same plus `half`
+        // (rotate_half, with pair0 + k + LANES ≤ pair0 + n ≤ half) or
+        // [2·pair0 + k, 2·pair0 + k + LANES) with k + LANES ≤ 2n (interleaved), so in the
+        // window and, for rotate_half, the two halves never overlap. The vector
+        // intrinsics need the tier's features: Tier<I> only runs inside I's entry points.
+        unsafe {
+            let win = |h: usize, off: usize| -> &mut [T] {
+                core::slice::from_raw_parts_mut(base.add(h * head_stride + off), l)
+            };
+            match layout {
+                Layout::RotateHalf => {
+                    let nl = n / l * l;
+                    for k in (0..nl).step_by(l) {
+                        let c = I::load_f32(&tab.c[k..k + l]);
+                        let s = I::load_f32(&tab.s[k..k + l]);
+                        for h in 0..n_heads {
+                            let (a, b) = (win(h, pair0 + k), win(h, half + pair0 + k));
+                            Self::rot_half_block(a, b, c, s, round);
+                        }
+                    }
+                    if nl < n {
+                        for h in 0..n_heads {
+                            let start = h * head_stride;
+                            let w = &mut x[start..start + rotary_dim];
+                            rotate_half_tail::<I, T>(w, half, pair0, nl, n, tab, round);
+                        }
+                    }
+                }
+                Layout::Interleaved => {
+                    let m = 2 * n;
+                    let ml = m / l * l;
+                    // Two blocks per head visit: the interleaved blocks are half as wide in
+                    // pairs as rotate_half's, so this evens out the loop overhead.
+                    let m2 = m / (2 * l) * (2 * l);
+                    for k in (0..m2).step_by(2 * l) {
+                        let c0 = I::load_f32(&tab.c[k..k + l]);
+                        let s0 = I::load_f32(&tab.s[k..k + l]);
+                        let c1 = I::load_f32(&tab.c[k + l..k + 2 * l]);
+                        let s1 = I::load_f32(&tab.s[k + l..k + 2 * l]);
+                        for h in 0..n_heads {
+                            Self::rot_inter_block(win(h, 2 * pair0 + k), c0, s0, round);
+                            Self::rot_inter_block(win(h, 2 * pair0 + k + l), c1, s1, round);
+                        }
+                    }
+                    for k in (m2..ml).step_by(l) {
+                        let c = I::load_f32(&tab.c[k..k + l]);
+                        let s = I::load_f32(&tab.s[k..k + l]);
+                        for h in 0..n_heads {
+                            Self::rot_inter_block(win(h, 2 * pair0 + k), c, s, round);
+                        }
+                    }
+                    if ml < m {
+                        for h in 0..n_heads {
+                            let start = h * head_stride + 2 * pair0;
+                            let w = &mut x[start..start + m];
+                            interleaved_tail::<I, T>(w, ml, m, tab, round);
+                        }
                     }
                 }
             }
