@@ -1,0 +1,37 @@
+//! Instantiates posenc's x86 tier entry points for every dtype (see Cargo.toml). Running it
+//! is harmless (it prints one line per backend); `.ci/check-asm.sh` only disassembles it.
+
+use posenc::{
+    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
+    memory_ceiling_pass,
+};
+use std::hint::black_box;
+
+fn every_entry_point<T: Element>(backend: Backend) -> f32 {
+    let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf))
+        .unwrap()
+        .with_backend(backend)
+        .unwrap();
+    let positions = black_box([3, 70_000]);
+    let mut x = vec![T::from_f32(0.5); 2 * 4 * 128];
+    rope.apply(black_box(&mut x), 4, &positions).unwrap();
+    let (mut cos, mut sin) = (vec![0f32; 2 * 64], vec![0f32; 2 * 64]);
+    rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
+    let pe = Sinusoidal::new(64, 10_000.0, SinusoidalLayout::Interleaved)
+        .unwrap()
+        .with_backend(backend)
+        .unwrap();
+    let mut t = vec![T::from_f32(0.0); 2 * 64];
+    pe.fill(black_box(&mut t), 5).unwrap();
+    memory_ceiling_pass(backend, black_box(&mut x), 2.0, 0.5).unwrap();
+    x[0].to_f32() + t[1].to_f32() + cos[0] + sin[1]
+}
+
+fn main() {
+    for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
+        let s = every_entry_point::<f32>(b)
+            + every_entry_point::<f16>(b)
+            + every_entry_point::<bf16>(b);
+        println!("{}: {s}", b.name());
+    }
+}

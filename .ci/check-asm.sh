@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Disassembly proof that the runtime x86 tiers are what they claim to be.
+#
+# Builds .ci/asm-probe (a tiny release binary that calls every public entry point reaching
+# the tiers with f32, f16 and bf16, so the generic `#[target_feature]` entry points are
+# instantiated), disassembles it with objdump, and fails unless
+#   * every posenc::arch::x86_64::avx2::rope::<T> uses ymm registers and vfmadd*,
+#   * every posenc::arch::x86_64::avx512::rope::<T> uses zmm registers and vfmadd*,
+#   * rope::<f16> of each tier converts with vcvtph2ps and vcvtps2ph (F16C / AVX-512F),
+#   * the other entry points (cos_sin_table, sinusoidal, axpb) use their tier's registers,
+#     and axpb::<T> fuses (vfmadd*),
+#   * each of the expected instantiations exists at all.
+# v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
+# >= 2.36 demangles it). The checker then checks itself: a bogus required pattern must fail.
+#
+# Usage: .ci/check-asm.sh   (env ASM_TARGET_DIR to move the build; default target/asm-probe)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v objdump >/dev/null || {
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null
+}
+
+target=${ASM_TARGET_DIR:-$PWD/target/asm-probe}
+probe=.ci/asm-probe
+# Pin the probe's dependencies to the crate's own lock (cargo trims what it does not use).
+[ -f "$probe/Cargo.lock" ] || cp Cargo.lock "$probe/Cargo.lock"
+RUSTFLAGS="-C symbol-mangling-version=v0" \
+  cargo build --quiet --release --manifest-path "$probe/Cargo.toml" --target-dir "$target"
+bin=$target/release/posenc-asm-probe
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+objdump -d --no-show-raw-insn -C "$bin" >"$work/all.asm"
+
+# One file per entry-point instantiation: $work/fn.N, its demangled name in $work/names.
+awk -v dir="$work" '
+  /^[0-9a-f]+ <.*>:$/ {
+    name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
+    keep = (name ~ /^posenc::arch::x86_64::avx(2|512)::(rope|cos_sin_table|sinusoidal|axpb)(::<.*>)?$/)
+    if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
+    next
+  }
+  /^$/ { keep = 0; next }
+  keep { print >> file }
+' "$work/all.asm"
+sort -t$'\t' -k2,2 -o "$work/names" "$work/names" 2>/dev/null || true
+[ -s "$work/names" ] || { echo "check-asm: no posenc::arch::x86_64 entry points found in $bin" >&2; exit 1; }
+
+count() { grep -cE "$2" "$work/fn.$1" || true; }
+
+# check PATTERN_ROPE_EXTRA: 0 when every requirement holds, 1 (with messages) otherwise.
+check() {
+  local extra=$1 fails=0 n name tier op insns reg fma cvt_in cvt_out
+  while IFS=$'\t' read -r n name; do
+    tier=${name#posenc::arch::x86_64::}; tier=${tier%%::*}
+    op=${name#posenc::arch::x86_64::"$tier"::}; op=${op%%::*}
+    insns=$(wc -l <"$work/fn.$n")
+    if [ "$tier" = avx2 ]; then reg=$(count "$n" '%ymm'); else reg=$(count "$n" '%zmm'); fi
+    fma=$(count "$n" 'vfn?madd|vfn?msub')
+    cvt_in=$(count "$n" 'vcvtph2ps')
+    cvt_out=$(count "$n" 'vcvtps2ph')
+    [ "$extra" = "" ] && printf '%-62s %6d insns  %s %5d  vfma %4d  vcvtph2ps %3d  vcvtps2ph %3d\n' \
+      "$name" "$insns" "$([ "$tier" = avx2 ] && echo ymm || echo zmm)" "$reg" "$fma" "$cvt_in" "$cvt_out"
+    need() { # need COUNT WHAT
+      if [ "$1" -eq 0 ]; then
+        echo "check-asm: FAIL $name has no $2" >&2
+        fails=1
+      fi
+    }
+    need "$reg" "$([ "$tier" = avx2 ] && echo ymm || echo zmm) register"
+    case $op in
+      rope)
+        need "$fma" "vfmadd (fused multiply-add)"
+        if [[ $name == *binary16::f16* ]]; then
+          need "$cvt_in" vcvtph2ps
+          need "$cvt_out" vcvtps2ph
+        fi
+        if [ -n "$extra" ]; then need "$(count "$n" "$extra")" "$extra (self-test pattern)"; fi
+        ;;
+      axpb) need "$fma" "vfmadd (fused multiply-add)" ;;
+    esac
+  done <"$work/names"
+  # Every instantiation the probe asks for is there.
+  local t o d
+  for t in avx2 avx512; do
+    for o in rope sinusoidal axpb; do
+      for d in f32 half::binary16::f16 half::bfloat::bf16; do
+        grep -qF $'\t'"posenc::arch::x86_64::$t::$o::<$d>" "$work/names" || {
+          echo "check-asm: FAIL posenc::arch::x86_64::$t::$o::<$d> not found" >&2
+          fails=1
+        }
+      done
+    done
+    grep -qF $'\t'"posenc::arch::x86_64::$t::cos_sin_table" "$work/names" || {
+      echo "check-asm: FAIL posenc::arch::x86_64::$t::cos_sin_table not found" >&2
+      fails=1
+    }
+  done
+  return $fails
+}
+
+echo "check-asm: $(wc -l <"$work/names") entry points in $bin"
+if ! check ""; then
+  echo "check-asm: FAILED" >&2
+  exit 1
+fi
+# The checker must be able to fail: a pattern no rope contains has to be reported.
+if check 'vbogus_never_emitted' 2>"$work/selftest"; then
+  echo "check-asm: self-test FAILED: a missing pattern went unnoticed" >&2
+  exit 1
+fi
+echo "check-asm: self-test: $(grep -c 'self-test pattern' "$work/selftest") rope instantiations reported missing vbogus_never_emitted (expected 6)"
+[ "$(grep -c 'self-test pattern' "$work/selftest")" -eq 6 ] || { echo "check-asm: self-test FAILED" >&2; exit 1; }
+echo "check-asm: OK (ymm/zmm, vfmadd, f16 conversions present; self-test caught a missing pattern)"

@@ -1,0 +1,91 @@
+//! Which backend runs, checked against what the CPU says.
+//!
+//! Always: every backend in [`Backend::ALL`] reports `is_available()` exactly as the CPU's
+//! features imply (`std::is_x86_feature_detected!`: AVX2+FMA+F16C → `Avx2`, and also AVX-512F
+//! → `Avx512`; `Scalar` and `Portable` everywhere), and [`Backend::active`] is the fastest
+//! available one. With `POSENC_EXPECT_BACKEND` set (CI sets it from /proc/cpuinfo natively,
+//! and to `avx2` / `portable` under `qemu-x86_64 -cpu Haswell` / `-cpu Nehalem`), the active
+//! backend must be that one, so a tier that is silently not selected fails the build.
+
+use posenc::Backend;
+
+/// The tiers this CPU supports, from std's own detection (independent of posenc's cache).
+/// Compile-time target features count too: under Miri, or with `-C target-feature`, posenc
+/// trusts them, and so does `is_x86_feature_detected!`.
+fn cpu_supports(b: Backend) -> bool {
+    match b {
+        Backend::Scalar | Backend::Portable => true,
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => {
+            use std::is_x86_feature_detected as has;
+            has!("avx2") && has!("fma") && has!("f16c")
+        }
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => {
+            use std::is_x86_feature_detected as has;
+            has!("avx512f") && has!("avx2") && has!("fma") && has!("f16c")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => false,
+        _ => false,
+    }
+}
+
+#[test]
+fn availability_matches_the_cpu() {
+    for &b in Backend::ALL {
+        assert_eq!(
+            b.is_available(),
+            cpu_supports(b),
+            "{}: posenc says available = {}, the CPU says {}",
+            b.name(),
+            b.is_available(),
+            cpu_supports(b)
+        );
+    }
+}
+
+#[test]
+fn active_is_the_fastest_available() {
+    let active = Backend::active();
+    let want = [Backend::Avx512, Backend::Avx2, Backend::Portable]
+        .into_iter()
+        .find(|&b| cpu_supports(b))
+        .unwrap();
+    assert_eq!(active, want);
+    assert!(active.is_available());
+    // Detection is cached: asking again changes nothing.
+    assert_eq!(Backend::active(), active);
+    let available: Vec<&str> = Backend::ALL
+        .iter()
+        .filter(|b| b.is_available())
+        .map(|b| b.name())
+        .collect();
+    println!(
+        "posenc active backend: {} (available: {})",
+        active.name(),
+        available.join(", ")
+    );
+}
+
+#[test]
+fn active_is_the_expected_one() {
+    let Ok(expect) = std::env::var("POSENC_EXPECT_BACKEND") else {
+        println!(
+            "POSENC_EXPECT_BACKEND not set; active backend: {}",
+            Backend::active().name()
+        );
+        return;
+    };
+    let expect = expect.trim().to_ascii_lowercase();
+    assert!(
+        Backend::ALL.iter().any(|b| b.name() == expect),
+        "POSENC_EXPECT_BACKEND={expect:?} names no backend (known: {:?})",
+        Backend::ALL.iter().map(|b| b.name()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        Backend::active().name(),
+        expect,
+        "POSENC_EXPECT_BACKEND: the active backend is not the expected one"
+    );
+}
