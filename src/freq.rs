@@ -155,17 +155,36 @@ pub(crate) fn resolve(
         }
     };
     // A frequency that over- or underflowed (e.g. a subnormal base) is refused, not used.
-    for &w in out.iter().take(pairs) {
+    check_inv_freq(&out[..pairs])?;
+    // `apply_inverse` divides by it, and a zero, negative or non-finite magnitude is never
+    // meant: refuse it whatever produced it.
+    positive("attention_factor", attention_factor)
+}
+
+/// The largest frequency posenc accepts: 2^16 rad per position. Real checkpoints never
+/// exceed 1 (`ω_0 = 1` is the fastest pair); the bound keeps every angle `p·ω` (|p| ≤ 2^31)
+/// below 2^47, where the range reduction's rounding trick and quadrant stay valid and every
+/// backend computes the same cos/sin. The 2.4e-7 accuracy contract covers `|p·ω| < 2^24`.
+pub(crate) const MAX_INV_FREQ: f32 = 65_536.0;
+
+/// Refuses frequencies that are negative, non-finite or above [`MAX_INV_FREQ`].
+pub(crate) fn check_inv_freq(inv_freq: &[f32]) -> Result<(), Error> {
+    for &w in inv_freq {
         if !(w.is_finite() && w >= 0.0) {
             return Err(Error::InvalidParameter {
                 what: "inv_freq",
                 value: w,
             });
         }
+        if w > MAX_INV_FREQ {
+            return Err(Error::ParameterOutOfRange {
+                what: "inv_freq",
+                constraint: "must not exceed 65536 (2^16) rad per position",
+                value: w,
+            });
+        }
     }
-    // `apply_inverse` divides by it, and a zero, negative or non-finite magnitude is never
-    // meant: refuse it whatever produced it.
-    positive("attention_factor", attention_factor)
+    Ok(())
 }
 
 /// Fixed NTK-aware scaling: `b' = b · s^(d/(d−2))` in f64 (a Python float in the reference,
@@ -272,15 +291,17 @@ fn yarn(base: f32, d: usize, y: &Yarn, out: &mut [f32; MAX_PAIRS]) -> Result<f32
         });
     }
 
+    // Validated whether or not they are used (an explicit attention factor wins), as the
+    // `Yarn` docs promise: a NaN in a config is a bug to report, not to ignore.
+    let mscale = y.mscale.map(|v| finite("mscale", v)).transpose()?;
+    let mscale_all = y
+        .mscale_all_dim
+        .map(|v| finite("mscale_all_dim", v))
+        .transpose()?;
     let attention_factor = match y.attention_factor {
         Some(a) => positive("attention_factor", a)? as f64,
         None => {
             let sf = s as f64;
-            let mscale = y.mscale.map(|v| finite("mscale", v)).transpose()?;
-            let mscale_all = y
-                .mscale_all_dim
-                .map(|v| finite("mscale_all_dim", v))
-                .transpose()?;
             match (mscale, mscale_all) {
                 (Some(a), Some(b)) if a != 0.0 && b != 0.0 => get_mscale(sf, a) / get_mscale(sf, b),
                 _ => get_mscale(sf, 1.0),

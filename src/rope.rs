@@ -609,8 +609,8 @@ impl Rope {
 
     /// A rope from frequencies the caller already has (e.g. a checkpoint's `inv_freq`
     /// buffer or a GGUF `rope_freqs`-derived vector), so a runtime can match any framework bit
-    /// for bit. `rotary_dim = 2 · inv_freq.len()`; every frequency must be finite and ≥ 0 and
-    /// the attention factor finite and > 0.
+    /// for bit. `rotary_dim = 2 · inv_freq.len()`; every frequency must be finite, ≥ 0 and at
+    /// most 2^16, and the attention factor finite and > 0.
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
@@ -627,16 +627,9 @@ impl Rope {
         let rotary_dim = inv_freq.len().checked_mul(2).ok_or(Error::ShapeOverflow)?;
         check_dims(head_dim, rotary_dim)?;
         freq::positive("attention_factor", attention_factor)?;
+        freq::check_inv_freq(inv_freq)?;
         let mut table = [0.0f32; MAX_PAIRS];
-        for (t, &w) in table.iter_mut().zip(inv_freq) {
-            if !(w.is_finite() && w >= 0.0) {
-                return Err(Error::InvalidParameter {
-                    what: "inv_freq",
-                    value: w,
-                });
-            }
-            *t = w;
-        }
+        table[..inv_freq.len()].copy_from_slice(inv_freq);
         Ok(Rope {
             head_dim,
             rotary_dim,
@@ -933,8 +926,15 @@ impl Rope {
             offset: 0,
         }; MAX_VIEWS];
         let n = view::validate(views, x.len(), self.head_dim, positions.len(), &mut spans)?;
+        if positions.is_empty() {
+            return Ok(()); // no tokens: nothing to rotate (offsets were never dereferenced)
+        }
         for s in &mut spans[..n] {
-            s.offset += self.rotary_offset;
+            // In bounds (validated with the whole head), so this cannot overflow; checked anyway.
+            s.offset = s
+                .offset
+                .checked_add(self.rotary_offset)
+                .ok_or(Error::ShapeOverflow)?;
         }
         let m = self.attention_factor;
         let job = self.job(Positions::Plain(positions), positions.len(), m, m);

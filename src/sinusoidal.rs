@@ -49,9 +49,25 @@ pub struct Sinusoidal {
     backend: Backend,
 }
 
+/// A sinusoidal base must be finite and ≥ 1: then every frequency is ≤ 1 and every angle of
+/// a u32/i32 position stays in the range the exact reduction covers. (A base below 1 would
+/// make frequencies grow with the index, which no convention uses.)
+fn at_least_one(what: &'static str, v: f32) -> Result<f32, Error> {
+    let v = crate::freq::positive(what, v)?;
+    if v >= 1.0 {
+        Ok(v)
+    } else {
+        Err(Error::ParameterOutOfRange {
+            what,
+            constraint: "must be finite and at least 1",
+            value: v,
+        })
+    }
+}
+
 impl Sinusoidal {
     /// A table of width `d_model` (even, non-zero) with `ω_i = base^(−2i/d_model)` (`base`
-    /// finite, > 0): the 2017 formula.
+    /// finite, ≥ 1): the 2017 formula.
     ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -62,7 +78,7 @@ impl Sinusoidal {
         if d_model == 0 || !d_model.is_multiple_of(2) {
             return Err(Error::InvalidModelDim { d_model });
         }
-        crate::freq::positive("base", base)?;
+        at_least_one("base", base)?;
         let pairs = d_model / 2;
         Ok(Sinusoidal::from_spec(SinSpec {
             d_model,
@@ -129,7 +145,7 @@ impl Sinusoidal {
         if pairs == 0 {
             return Err(Error::InvalidModelDim { d_model });
         }
-        crate::freq::positive("max_period", max_period)?;
+        at_least_one("max_period", max_period)?;
         Ok(Sinusoidal::from_spec(SinSpec {
             d_model,
             pairs,

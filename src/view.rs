@@ -194,7 +194,9 @@ fn interleaved_disjoint(a: &View, b: &View, tokens: usize, head_dim: usize) -> b
     if tokens > 1 && (wa > ts || wb > ts) {
         return false;
     }
-    let (oa, ob) = (a.offset % ts, b.offset % ts);
+    // In u128: `ob + ts − oa` may not fit a usize when the stride is huge.
+    let (ts, wa, wb) = (ts as u128, wa as u128, wb as u128);
+    let (oa, ob) = (a.offset as u128 % ts, b.offset as u128 % ts);
     let d = (ob + ts - oa) % ts;
     d >= wa && ts - d >= wb
 }

@@ -100,14 +100,30 @@ fn invalid_frequencies_are_refused() {
     ] {
         bad_freq(v);
     }
-    // Zero (a pair that never rotates) and the extremes of the finite range are fine; -0 is
-    // ≥ 0 as well.
-    for v in [0.0, -0.0, 1e-45, f32::MAX] {
+    // Zero (a pair that never rotates), the smallest subnormal and the documented maximum
+    // 2^16 are fine; -0 is ≥ 0 as well.
+    for v in [0.0, -0.0, 1e-45, 65_536.0] {
         let mut w = good;
         w[2] = v;
         assert!(
             Rope::from_inv_freq(8, Layout::RotateHalf, &w, 1.0).is_ok(),
             "{v}"
+        );
+    }
+    // Above 2^16 rad per position the angle reduction would leave its exact range.
+    for v in [65_537.0, 5e15, f32::MAX] {
+        let mut w = good;
+        w[2] = v;
+        let e = Rope::from_inv_freq(8, Layout::RotateHalf, &w, 1.0).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ParameterOutOfRange {
+                    what: "inv_freq",
+                    ..
+                }
+            ),
+            "{v}: {e:?}"
         );
     }
     for m in [0.0, -0.0, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {

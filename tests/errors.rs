@@ -238,14 +238,30 @@ fn rope_new_bad_base() {
             &format!("base {base}"),
         );
     }
-    // A positive base so small that a frequency overflows f32 is refused, not used.
+    // A positive base so small that frequencies exceed 2^16 rad per position (and then
+    // overflow f32) is refused, not used: the first frequency past the bound is reported.
     match Rope::new(&RopeConfig::new(64, 1e-45, Layout::RotateHalf)) {
-        Err(Error::InvalidParameter {
+        Err(Error::ParameterOutOfRange {
             what: "inv_freq",
             value,
-        }) => assert!(!value.is_finite()),
-        other => panic!("base 1e-45: expected InvalidParameter(inv_freq), got {other:?}"),
+            ..
+        }) => assert!(value > 65_536.0),
+        other => panic!("base 1e-45: expected ParameterOutOfRange(inv_freq), got {other:?}"),
     }
+    // The same for a tiny linear factor (the fuzzer's case: inv_freq 5e15, where the x86
+    // tiers and the scalar reduction would disagree on the quadrant).
+    let tiny =
+        RopeConfig::new(2, 1e4, Layout::RotateHalf).scaling(Scaling::Linear { factor: 2e-16 });
+    assert!(matches!(
+        Rope::new(&tiny),
+        Err(Error::ParameterOutOfRange {
+            what: "inv_freq",
+            ..
+        })
+    ));
+    // 2^16 itself is accepted, through Rope::from_inv_freq too; just above it is not.
+    assert!(Rope::from_inv_freq(2, Layout::RotateHalf, &[65_536.0], 1.0).is_ok());
+    assert!(Rope::from_inv_freq(2, Layout::RotateHalf, &[65_537.0], 1.0).is_err());
 }
 
 #[test]
