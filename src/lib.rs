@@ -168,3 +168,8 @@ pub use sinusoidal::{Sinusoidal, SinusoidalLayout, fairseq_positions};
 pub use t5::{T5Buckets, t5_bucket};
 pub use trig::sin_cos_exact;
 pub use view::{MAX_VIEWS, View};
+
+/// The README's code blocks, compiled and run as doctests so the front page cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -142,3 +142,26 @@ fn errors_leave_buffers_alone() {
     assert!(rope.apply(&mut x, 2, &[0]).is_err());
     assert!(x.iter().all(|v| v.to_f32() == 1.5));
 }
+
+#[test]
+fn compiled_in_tiers_are_exercised() {
+    // A build (or Miri run) with the tier's target features must make the tier available,
+    // so the tests above really run its kernels.
+    if cfg!(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma",
+        target_feature = "f16c"
+    )) {
+        assert!(Backend::Avx2.is_available());
+    }
+    if cfg!(all(
+        target_arch = "x86_64",
+        target_feature = "avx512f",
+        target_feature = "avx2",
+        target_feature = "fma",
+        target_feature = "f16c"
+    )) {
+        assert!(Backend::Avx512.is_available());
+    }
+}
