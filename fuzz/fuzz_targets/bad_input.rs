@@ -421,7 +421,11 @@ fn run<T: Fz>(inp: &Input, s: &Shapes, scaling: Scaling<'_>, pos: &[i32], lens: 
         assert_accepted_scaling_is_documented_valid(&scaling, rd / 2, cfg.base);
         assert_eq!(rope.inv_freq().len(), rd / 2);
         for &w in rope.inv_freq() {
-            assert!(w.is_finite() && w >= 0.0, "accepted inv_freq {w} ({cfg:?})");
+            // Documented: finite, ≥ 0 and at most 2^16 rad per position.
+            assert!(
+                w.is_finite() && (0.0..=65_536.0).contains(&w),
+                "accepted inv_freq {w} ({cfg:?})"
+            );
         }
         let m = rope.attention_factor();
         assert!(m.is_finite() && m > 0.0, "attention factor {m} ({cfg:?})");
@@ -506,7 +510,8 @@ fn run<T: Fz>(inp: &Input, s: &Shapes, scaling: Scaling<'_>, pos: &[i32], lens: 
     expect_ok(
         "Sinusoidal::new",
         &res,
-        d != 0 && d.is_multiple_of(2) && base.is_finite() && base > 0.0,
+        // posenc documents base ≥ 1 (every frequency ≤ 1, angles in the exact range).
+        d != 0 && d.is_multiple_of(2) && base.is_finite() && base >= 1.0,
     );
     let Ok(pe) = res else { return };
     assert_eq!(pe.d_model(), d);
