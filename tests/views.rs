@@ -942,11 +942,11 @@ fn neox_fused_qkv_layout_is_refused_conservatively() {
     assert_bits(&y, &expected_views(&rope, &x, &[q, k], &pos), "two calls");
 }
 
-/// BUG (reported): `view::interleaved_disjoint` computes `(ob + ts - oa) % ts` unchecked.
-/// With one token the token stride is never bounded by the buffer, so two views with
-/// `token_stride = usize::MAX` whose ranges overlap overflow that sum: a debug build (tests,
-/// fuzz) panics with "attempt to add with overflow" instead of returning the overlap error.
-/// (Release wraps to a conservative answer.) Expected: `Err(overlap)`, buffer untouched.
+/// Regression (panicked until db89ffa): `view::interleaved_disjoint` computed
+/// `(ob + ts - oa) % ts` in usize. With one token the token stride is never bounded by the
+/// buffer, so two views with `token_stride = usize::MAX` whose ranges overlap overflowed that
+/// sum: a debug build (tests, fuzz) panicked with "attempt to add with overflow" instead of
+/// returning the overlap error. Expected: `Err(overlap)`, buffer untouched.
 #[test]
 fn bug_single_token_huge_token_stride_overflows() {
     let rope = Rope::new(&RopeConfig::new(HD, 1e4, Layout::RotateHalf)).unwrap();
@@ -961,10 +961,11 @@ fn bug_single_token_huge_token_stride_overflows() {
     assert!(x.iter().all(|&e| e == 1.0));
 }
 
-/// BUG (reported): with zero tokens `apply_views` skips the bounds checks (nothing will be
-/// written), then adds the rope's `rotary_offset` to each view's offset unchecked: a view with
-/// `offset = usize::MAX` on a rope with `rotary_offset > 0` panics with "attempt to add with
-/// overflow" in a debug build. Expected: `Ok(())` (nothing to do), as with `rotary_offset` 0.
+/// Regression (panicked until db89ffa): with zero tokens `apply_views` skips the bounds
+/// checks (nothing will be written), then added the rope's `rotary_offset` to each view's
+/// offset unchecked: a view with `offset = usize::MAX` on a rope with `rotary_offset > 0`
+/// panicked with "attempt to add with overflow" in a debug build. Expected: `Ok(())` (nothing
+/// to do), as with `rotary_offset` 0.
 #[test]
 fn bug_zero_tokens_offset_overflow_with_rotary_offset() {
     let cfg = RopeConfig::new(HD, 1e4, Layout::RotateHalf)
@@ -977,6 +978,27 @@ fn bug_zero_tokens_offset_overflow_with_rotary_offset() {
     });
     let r = r.expect("apply_views panicked (rotary_offset added to an unvalidated offset)");
     assert_eq!(r, Ok(()));
+}
+
+/// Regression (found by the `views` fuzz target at 380cbe1; gone since d6fa9ca restructured the
+/// driver): `arch::rope_with` advanced `start += head_stride` after the last head of a token as
+/// well. A one-head view's head stride is never used, so validation (rightly) does not
+/// constrain it; `usize::MAX` there (a "don't care" value) passed validation and then overflowed
+/// that addition in a debug build. Expected: `Ok`, the same result as `apply`.
+#[test]
+fn bug_single_head_huge_head_stride_overflows() {
+    let rope = Rope::new(&RopeConfig::new(HD, 1e4, Layout::RotateHalf)).unwrap();
+    let x: Vec<f32> = Rng::new(11).data(2 * HD);
+    let mut want = x.clone();
+    rope.apply(&mut want, 1, &[3, 4]).unwrap();
+    let r = std::panic::catch_unwind(|| {
+        let mut y = x.clone();
+        let r = rope.apply_views(&mut y, &[v(1, HD, usize::MAX, 0)], &[3, 4]);
+        (r, y)
+    });
+    let (r, y) = r.expect("apply_views panicked (start += head_stride after the last head)");
+    assert_eq!(r, Ok(()));
+    assert_bits(&y, &want, "one head, huge head_stride");
 }
 
 // ---------------------------------------------------------------------------------------
