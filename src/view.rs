@@ -28,7 +28,10 @@ pub const MAX_VIEWS: usize = 4;
 /// A call validates, before it writes: every head lies inside the buffer; the heads of one
 /// view do not overlap (the smaller stride is at least `head_dim` and the larger one clears a
 /// whole run of the smaller); and two views either occupy disjoint ranges of the buffer or
-/// share a token stride with per-token footprints that do not overlap.
+/// share a token stride with per-token footprints that do not overlap. The rule is
+/// conservative: layouts whose heads sit in each other's gaps (GPT-NeoX/BLOOM fused QKV,
+/// `[tokens, heads, 3, head_dim]`, where Q and K heads alternate) are refused as one call;
+/// rotate them with one `apply_views` call per view.
 ///
 /// ```
 /// use posenc::View;
