@@ -1,7 +1,7 @@
 //! The posenc tour — start here: `cargo run --release --example tour`.
 //!
-//! On the attention shapes of Llama-3-8B (32 query heads, 8 KV heads, head_dim 128,
-//! rope_theta 500000, rotate_half) in f32 and bf16, it
+//! On the attention shapes of Llama-3.1-8B (32 query heads, 8 KV heads, head_dim 128,
+//! rope_theta 500000, llama3 frequency scaling, rotate_half) in f32 and bf16, it
 //!
 //! 1. shows which backend runs and what the CPU offers,
 //! 2. applies RoPE to q and k for a 512-token prefill and one decode step far out,
@@ -40,10 +40,12 @@ const RUNS: usize = 30;
 fn main() {
     let start = Instant::now();
     let mut checks = Checks::default();
-    let rope = Rope::new(&RopeConfig::new(HEAD_DIM, THETA, Layout::RotateHalf)).unwrap();
+    // Llama 3.1 8B as published: rope_theta 500000 with llama3 scaling (8, 1, 4, 8192).
+    let rope = posenc::presets::LLAMA_3_1_8B.rope().unwrap();
 
-    println!("posenc tour — Llama-3-8B attention: {Q_HEADS} query heads, {KV_HEADS} KV heads,");
-    println!("head_dim {HEAD_DIM}, rope_theta {THETA}, rotate_half; f32 and bf16 storage.");
+    println!("posenc tour — Llama-3.1-8B attention: {Q_HEADS} query heads, {KV_HEADS} KV heads,");
+    println!("head_dim {HEAD_DIM}, rope_theta {THETA}, llama3 scaling (factor 8, low 1, high 4,");
+    println!("original context 8192), rotate_half; f32 and bf16 storage.");
 
     section("1. What runs here");
     let available: Vec<&str> = backends().map(|b| b.name()).collect();
@@ -107,6 +109,7 @@ fn main() {
     check_partial::<bf16>(&mut rng, &mut checks);
     check_backends::<f32>(&rope, &f32_data, &mut checks);
     check_backends::<bf16>(&rope, &bf16_data, &mut checks);
+    check_mrope(&mut rng, &mut checks);
 
     section("4. Accuracy of cos/sin against f64, last 64 positions of each context");
     rope_accuracy(&rope);
@@ -243,6 +246,76 @@ impl Checks {
             self.failed.push(what.to_string());
         }
     }
+}
+
+/// (7) Qwen2-VL M-RoPE: a prompt of text tokens, then a 4×6 image patch grid at one temporal
+/// position, then text again; text tokens must equal plain RoPE bitwise, and scores must
+/// depend on the position difference per axis only.
+fn check_mrope(rng: &mut Rng, checks: &mut Checks) {
+    println!("   (7) Qwen2-VL M-RoPE (sections [16, 24, 24] of 64 pairs, θ 1e6): 5 text tokens,");
+    println!("       a 4×6 image grid at t = 5, 5 more text tokens; 28 query heads");
+    let preset = posenc::presets::QWEN2_VL_7B;
+    let rope = preset.rope().unwrap();
+    let heads = preset.n_heads;
+    let mut pos: Vec<[i32; 3]> = (0..5).map(|p| [p, p, p]).collect();
+    for h in 0..4 {
+        for w in 0..6 {
+            pos.push([5, 5 + h, 5 + w]);
+        }
+    }
+    for p in 11..16 {
+        pos.push([p, p, p]); // text resumes after the image's largest position
+    }
+    let q: Vec<f32> = rng.vec(pos.len() * heads * HEAD_DIM);
+    let mut mq = q.clone();
+    rope.apply_axes(&mut mq, heads, &pos).unwrap();
+    // Text tokens: bitwise the plain rotation at their one position.
+    let text: Vec<usize> = (0..pos.len())
+        .filter(|&t| pos[t][0] == pos[t][1] && pos[t][1] == pos[t][2])
+        .collect();
+    let row = heads * HEAD_DIM;
+    let mut diff = 0;
+    for &t in &text {
+        let mut plain = q[t * row..(t + 1) * row].to_vec();
+        rope.apply(&mut plain, heads, &[pos[t][0]]).unwrap();
+        diff += differing(&plain, &mq[t * row..(t + 1) * row]);
+    }
+    checks.bitwise::<f32>(
+        "text tokens ≡ plain RoPE at p",
+        diff,
+        text.len() * row,
+        "bitwise equal",
+    );
+    // Relative positions per axis: <R(P)q, R(P')k> = <q, R(P' − P)k>, image token pairs.
+    let k: Vec<f32> = rng.vec(pos.len() * HEAD_DIM);
+    let mut worst = 0.0f64;
+    for a in 5..29 {
+        for b in 5..29 {
+            let (mut rq, mut rk) = (
+                q[a * row..a * row + HEAD_DIM].to_vec(),
+                k[b * HEAD_DIM..(b + 1) * HEAD_DIM].to_vec(),
+            );
+            let mut dk = rk.clone();
+            rope.apply_axes(&mut rq, 1, &[pos[a]]).unwrap();
+            rope.apply_axes(&mut rk, 1, &[pos[b]]).unwrap();
+            let d = [
+                pos[b][0] - pos[a][0],
+                pos[b][1] - pos[a][1],
+                pos[b][2] - pos[a][2],
+            ];
+            rope.apply_axes(&mut dk, 1, &[d]).unwrap();
+            let lhs = dot(&rq, &rk);
+            let rhs = dot(&q[a * row..a * row + HEAD_DIM], &dk);
+            let scale =
+                norm(&q[a * row..a * row + HEAD_DIM]) * norm(&k[b * HEAD_DIM..(b + 1) * HEAD_DIM]);
+            worst = worst.max((lhs - rhs).abs() / scale);
+        }
+    }
+    checks.bound::<f32>(
+        "image: per-axis relative position, max |Δ|/‖q‖‖k‖",
+        worst,
+        3.0 * rot_err::<f32>(),
+    );
 }
 
 /// Unit roundoff of the storage type.
@@ -493,7 +566,7 @@ fn ulp<T: Element>(v: f64) -> f64 {
 
 fn rope_accuracy(rope: &Rope) {
     println!(
-        "   RoPE cos/sin, 64 frequencies of Llama-3 (rope_theta 500000); the f64 reference is"
+        "   RoPE cos/sin, 64 frequencies of Llama-3.1 (rope_theta 500000, llama3 scaling); the f64 reference is"
     );
     println!(
         "   cos/sin(p · inv_freq) with the f32 inv_freq widened (the angle the checkpoint means)."
