@@ -23,10 +23,19 @@ use rayon::prelude::*;
 
 /// Buffers shorter than this (in elements) are processed on the calling thread by the
 /// `par_*` methods; longer ones are split into tasks of at least [`PAR_GRAIN`] elements.
+///
+/// ```
+/// assert_eq!(posenc::PAR_MIN_ELEMENTS, 2 * posenc::PAR_GRAIN);
+/// ```
 pub const PAR_MIN_ELEMENTS: usize = 2 * PAR_GRAIN;
 
 /// The smallest piece of work (in elements) a `par_*` method hands to one rayon task,
 /// 64 KiB of f32: a few tokens of a typical attention row.
+///
+/// ```
+/// // A decode step of Llama-3-8B queries (32 × 128 f32) stays on the calling thread.
+/// assert!(32 * 128 < posenc::PAR_MIN_ELEMENTS);
+/// ```
 pub const PAR_GRAIN: usize = 16 * 1024;
 
 /// Runs `f(piece, n_heads_of_piece, positions_of_piece)` over disjoint pieces of a
