@@ -679,7 +679,7 @@ fn median_time(mut f: impl FnMut()) -> Duration {
     runs[RUNS / 2]
 }
 
-fn speed<T: Ceiling>(rope: &Rope) {
+fn speed<T: Element>(rope: &Rope) {
     let active = Backend::active();
     if T::DTYPE == Dtype::F32 {
         println!(
@@ -738,76 +738,12 @@ fn speed<T: Ceiling>(rope: &Rope) {
     }
 }
 
-/// Branch-free widen/narrow for the ceiling loop, so it auto-vectorises (in this build
-/// `half` has its `std` feature, via criterion, and converts element by element behind a
-/// runtime check). Exact for every finite value; NaN never occurs in the ceiling buffer.
-trait Ceiling: Element {
-    fn widen(self) -> f32;
-    fn narrow(v: f32) -> Self;
-}
-
-impl Ceiling for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn narrow(v: f32) -> Self {
-        v
-    }
-}
-
-impl Ceiling for bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        f32::from_bits((self.to_bits() as u32) << 16)
-    }
-    #[inline(always)]
-    fn narrow(v: f32) -> Self {
-        let u = v.to_bits();
-        bf16::from_bits((u.wrapping_add(0x7FFF + ((u >> 16) & 1)) >> 16) as u16)
-    }
-}
-
-/// The memory ceiling: one in-place `x = x·a + b` pass (unfused, rounded once to T) over the
-/// same bytes, compiled for the widest vectors the CPU has. `x` stays in [1, 2]: a = −1,
-/// b = 3 map it onto itself.
-fn axpb<T: Ceiling>(x: &mut [T]) {
-    let (a, b, x) = (black_box(-1.0f32), black_box(3.0f32), black_box(x));
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            unsafe { axpb_avx512(x, a, b) };
-        } else if is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { axpb_avx2(x, a, b) };
-        } else {
-            axpb_loop(x, a, b);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    axpb_loop(x, a, b);
-    black_box(x);
-}
-
-#[inline(always)]
-fn axpb_loop<T: Ceiling>(x: &mut [T], a: f32, b: f32) {
-    for v in x.iter_mut() {
-        *v = T::narrow(v.widen() * a + b);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn axpb_avx2<T: Ceiling>(x: &mut [T], a: f32, b: f32) {
-    axpb_loop(x, a, b);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn axpb_avx512<T: Ceiling>(x: &mut [T], a: f32, b: f32) {
-    axpb_loop(x, a, b);
+/// The memory ceiling: `posenc::memory_ceiling_pass`, one in-place `x = x·a + b` pass over the
+/// same bytes with the active backend's own loads, stores and fused multiply-add. `x` stays in
+/// [1, 2]: a = −1, b = 3 map it onto itself.
+fn axpb<T: Element>(x: &mut [T]) {
+    let (a, b) = (black_box(-1.0f32), black_box(3.0f32));
+    posenc::memory_ceiling_pass(Backend::active(), black_box(x), a, b).unwrap();
 }
 
 // ----------------------------------------------------------------------------------------
