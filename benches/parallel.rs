@@ -11,7 +11,7 @@
 //! this bench exists for; the criterion numbers above it are the detailed ones).
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group};
-use posenc::{Layout, Rope, RopeConfig};
+use posenc::{Backend, Layout, Rope, RopeConfig};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -105,4 +105,15 @@ fn main() {
         t1,
         t2
     );
+    // The same bytes streamed once on one thread (x = x·a + b): when this is close to t1,
+    // the call is bound by memory bandwidth, which more threads do not add much of.
+    let mut c: Vec<Duration> = (0..31)
+        .map(|_| {
+            let s = Instant::now();
+            posenc::memory_ceiling_pass(Backend::active(), black_box(&mut k.x), 1.0, 0.0).unwrap();
+            s.elapsed()
+        })
+        .collect();
+    c.sort();
+    println!("memory ceiling (one thread, same bytes): {:.2?}", c[15]);
 }
