@@ -54,7 +54,7 @@ pub(crate) mod sealed {
     use half::{bf16, f16};
 
     /// A slice of one concrete element type, so a backend can specialise per dtype without
-    /// `unsafe` casts.
+    /// pointer casts.
     #[allow(dead_code)] // the variants are matched by the x86 tiers
     pub enum SliceMut<'a> {
         F32(&'a mut [f32]),
