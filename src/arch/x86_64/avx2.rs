@@ -42,6 +42,19 @@ impl Isa for Avx2 {
         _mm256_permute_ps::<0b10_11_00_01>(a)
     }
     #[inline(always)]
+    unsafe fn neg(a: __m256) -> __m256 {
+        _mm256_xor_ps(a, _mm256_set1_ps(-0.0))
+    }
+    #[inline(always)]
+    unsafe fn zip(a: __m256, b: __m256) -> (__m256, __m256) {
+        // unpack works per 128-bit half: [a0 b0 a1 b1 | a4 b4 a5 b5], [a2 b2 a3 b3 | a6 b6 a7 b7].
+        let (lo, hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+        (
+            _mm256_permute2f128_ps::<0x20>(lo, hi),
+            _mm256_permute2f128_ps::<0x31>(lo, hi),
+        )
+    }
+    #[inline(always)]
     unsafe fn quadrant(ylo: __m256d, yhi: __m256d, s: __m256, c: __m256) -> (__m256, __m256) {
         // The low dword of each f64 lane holds k's low bits: gather them into 8 i32 lanes.
         let idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
@@ -96,33 +109,24 @@ impl Isa for Avx2 {
         _mm256_loadu_pd(src.as_ptr())
     }
     #[inline(always)]
-    unsafe fn load_f32(src: &[f32]) -> __m256 {
-        let src: &[f32; 8] = src[..8].try_into().unwrap();
-        _mm256_loadu_ps(src.as_ptr())
+    unsafe fn ld_f32(p: *const f32) -> __m256 {
+        _mm256_loadu_ps(p)
     }
     #[inline(always)]
-    unsafe fn store_f32(v: __m256, dst: &mut [f32]) {
-        let dst: &mut [f32; 8] = (&mut dst[..8]).try_into().unwrap();
-        _mm256_storeu_ps(dst.as_mut_ptr(), v)
+    unsafe fn st_f32(v: __m256, p: *mut f32) {
+        _mm256_storeu_ps(p, v)
     }
     #[inline(always)]
-    unsafe fn load_f16(src: &[half::f16]) -> __m256 {
-        let src: &[half::f16; 8] = src[..8].try_into().unwrap();
-        _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().cast()))
+    unsafe fn ld_f16(src: *const half::f16) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(src.cast()))
     }
     #[inline(always)]
-    unsafe fn store_f16(v: __m256, dst: &mut [half::f16]) {
-        let dst: &mut [half::f16; 8] = (&mut dst[..8]).try_into().unwrap();
-        _mm_storeu_si128(
-            dst.as_mut_ptr().cast(),
-            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v),
-        )
+    unsafe fn st_f16(v: __m256, dst: *mut half::f16) {
+        _mm_storeu_si128(dst.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
     }
     #[inline(always)]
-    unsafe fn load_bf16(src: &[half::bf16]) -> __m256 {
-        let src: &[half::bf16; 8] = src[..8].try_into().unwrap();
-        let w =
-            _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(src.as_ptr().cast())));
+    unsafe fn ld_bf16(src: *const half::bf16) -> __m256 {
+        let w = _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(src.cast())));
         // Quiet signalling NaNs (set bit 22) exactly as `half::bf16::to_f32` does.
         let abs = _mm256_and_si256(w, _mm256_set1_epi32(0x7fff_ffff));
         let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
@@ -130,12 +134,11 @@ impl Isa for Avx2 {
         _mm256_castsi256_ps(_mm256_or_si256(w, quiet))
     }
     #[inline(always)]
-    unsafe fn store_bf16(v: __m256, dst: &mut [half::bf16]) {
-        let dst: &mut [half::bf16; 8] = (&mut dst[..8]).try_into().unwrap();
+    unsafe fn st_bf16(v: __m256, dst: *mut half::bf16) {
         let r = bf16_bits(v);
         // 32 → 16 bits: packus works per 128-bit lane, so gather the two low quadwords.
         let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(r, r));
-        _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm256_castsi256_si128(packed))
+        _mm_storeu_si128(dst.cast(), _mm256_castsi256_si128(packed))
     }
     #[inline(always)]
     unsafe fn load_i32_widen(src: &[i32]) -> __m256d {

@@ -47,6 +47,22 @@ impl Isa for Avx512 {
         _mm512_permute_ps::<0b10_11_00_01>(a)
     }
     #[inline(always)]
+    unsafe fn neg(a: __m512) -> __m512 {
+        // Integer xor: `_mm512_xor_ps` would need AVX512DQ.
+        let sign = _mm512_set1_epi32(i32::MIN);
+        _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), sign))
+    }
+    #[inline(always)]
+    unsafe fn zip(a: __m512, b: __m512) -> (__m512, __m512) {
+        // Indices 0..15 pick from `a`, 16..31 from `b`.
+        let lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        let hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        (
+            _mm512_permutex2var_ps(a, lo, b),
+            _mm512_permutex2var_ps(a, hi, b),
+        )
+    }
+    #[inline(always)]
     unsafe fn quadrant(ylo: __m512d, yhi: __m512d, s: __m512, c: __m512) -> (__m512, __m512) {
         // The low dword of each f64 lane holds k's low bits (vpmovqd truncates to it).
         let ql = _mm512_cvtepi64_epi32(_mm512_castpd_si512(ylo));
@@ -101,34 +117,24 @@ impl Isa for Avx512 {
         _mm512_loadu_pd(src.as_ptr())
     }
     #[inline(always)]
-    unsafe fn load_f32(src: &[f32]) -> __m512 {
-        let src: &[f32; 16] = src[..16].try_into().unwrap();
-        _mm512_loadu_ps(src.as_ptr())
+    unsafe fn ld_f32(p: *const f32) -> __m512 {
+        _mm512_loadu_ps(p)
     }
     #[inline(always)]
-    unsafe fn store_f32(v: __m512, dst: &mut [f32]) {
-        let dst: &mut [f32; 16] = (&mut dst[..16]).try_into().unwrap();
-        _mm512_storeu_ps(dst.as_mut_ptr(), v)
+    unsafe fn st_f32(v: __m512, p: *mut f32) {
+        _mm512_storeu_ps(p, v)
     }
     #[inline(always)]
-    unsafe fn load_f16(src: &[half::f16]) -> __m512 {
-        let src: &[half::f16; 16] = src[..16].try_into().unwrap();
-        _mm512_cvtph_ps(_mm256_loadu_si256(src.as_ptr().cast()))
+    unsafe fn ld_f16(src: *const half::f16) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(src.cast()))
     }
     #[inline(always)]
-    unsafe fn store_f16(v: __m512, dst: &mut [half::f16]) {
-        let dst: &mut [half::f16; 16] = (&mut dst[..16]).try_into().unwrap();
-        _mm256_storeu_si256(
-            dst.as_mut_ptr().cast(),
-            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v),
-        )
+    unsafe fn st_f16(v: __m512, dst: *mut half::f16) {
+        _mm256_storeu_si256(dst.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
     }
     #[inline(always)]
-    unsafe fn load_bf16(src: &[half::bf16]) -> __m512 {
-        let src: &[half::bf16; 16] = src[..16].try_into().unwrap();
-        let w = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
-            src.as_ptr().cast(),
-        )));
+    unsafe fn ld_bf16(src: *const half::bf16) -> __m512 {
+        let w = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(src.cast())));
         // Quiet signalling NaNs (set bit 22) exactly as `half::bf16::to_f32` does.
         let abs = _mm512_and_si512(w, _mm512_set1_epi32(0x7fff_ffff));
         let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
@@ -136,9 +142,8 @@ impl Isa for Avx512 {
         _mm512_castsi512_ps(w)
     }
     #[inline(always)]
-    unsafe fn store_bf16(v: __m512, dst: &mut [half::bf16]) {
-        let dst: &mut [half::bf16; 16] = (&mut dst[..16]).try_into().unwrap();
-        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(bf16_bits(v)))
+    unsafe fn st_bf16(v: __m512, dst: *mut half::bf16) {
+        _mm256_storeu_si256(dst.cast(), _mm512_cvtepi32_epi16(bf16_bits(v)))
     }
     #[inline(always)]
     unsafe fn load_i32_widen(src: &[i32]) -> __m512d {

@@ -19,6 +19,7 @@
 
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+mod fast;
 
 use super::{Kernels, MAX_LANES, Pos, Rounding, Tables, same, same_mut};
 use crate::element::{Dtype, Element};
@@ -43,6 +44,10 @@ pub(crate) trait Isa: Copy {
     unsafe fn fnmadd(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
     /// `[x1, x0, x3, x2, …]`.
     unsafe fn swap_pairs(a: Self::F) -> Self::F;
+    /// `−a` (sign bit flipped, so `−0.0` for `0.0`, as scalar negation).
+    unsafe fn neg(a: Self::F) -> Self::F;
+    /// Interleaves `a` and `b`: `([a0, b0, a1, b1, …], […, a_{L−1}, b_{L−1}])`.
+    unsafe fn zip(a: Self::F, b: Self::F) -> (Self::F, Self::F);
     /// Applies the quadrant `k mod 4` to the polynomial values `(s, c)`, where `k` sits in the
     /// low mantissa bits of `y = angle·(2/π) + ROUND_MAGIC` (two f64 halves): swap when `k` is
     /// odd, negate sin when `k & 2`, negate cos when `(k + 1) & 2` — the selections
@@ -60,12 +65,45 @@ pub(crate) trait Isa: Copy {
     unsafe fn load_widen(src: &[f32]) -> Self::D;
     /// `LANES / 2` f64 from `src[..LANES / 2]`.
     unsafe fn load_d(src: &[f64]) -> Self::D;
-    unsafe fn load_f32(src: &[f32]) -> Self::F;
-    unsafe fn store_f32(v: Self::F, dst: &mut [f32]);
-    unsafe fn load_f16(src: &[half::f16]) -> Self::F;
-    unsafe fn store_f16(v: Self::F, dst: &mut [half::f16]);
-    unsafe fn load_bf16(src: &[half::bf16]) -> Self::F;
-    unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]);
+    /// `LANES` values from `p` (unaligned). Besides the features: `p .. p + LANES` must be
+    /// readable. The slice versions below check that and are what most code uses; the fast
+    /// path (`fast.rs`) calls these directly inside windows validated once per call.
+    unsafe fn ld_f32(p: *const f32) -> Self::F;
+    /// `LANES` values to `p`; `p .. p + LANES` must be writable.
+    unsafe fn st_f32(v: Self::F, p: *mut f32);
+    /// As [`Isa::ld_f32`], widening f16.
+    unsafe fn ld_f16(p: *const half::f16) -> Self::F;
+    /// As [`Isa::st_f32`], rounding to f16 (nearest even).
+    unsafe fn st_f16(v: Self::F, p: *mut half::f16);
+    /// As [`Isa::ld_f32`], widening bf16 (NaN quieted as `half` does).
+    unsafe fn ld_bf16(p: *const half::bf16) -> Self::F;
+    /// As [`Isa::st_f32`], rounding to bf16 exactly as `half::bf16::from_f32`.
+    unsafe fn st_bf16(v: Self::F, p: *mut half::bf16);
+
+    #[inline(always)]
+    unsafe fn load_f32(src: &[f32]) -> Self::F {
+        Self::ld_f32(src[..Self::LANES].as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f32(v: Self::F, dst: &mut [f32]) {
+        Self::st_f32(v, dst[..Self::LANES].as_mut_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_f16(src: &[half::f16]) -> Self::F {
+        Self::ld_f16(src[..Self::LANES].as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f16(v: Self::F, dst: &mut [half::f16]) {
+        Self::st_f16(v, dst[..Self::LANES].as_mut_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(src: &[half::bf16]) -> Self::F {
+        Self::ld_bf16(src[..Self::LANES].as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]) {
+        Self::st_bf16(v, dst[..Self::LANES].as_mut_ptr())
+    }
     /// `LANES / 2` i32 from `src[..LANES / 2]`, widened to f64 (exact).
     unsafe fn load_i32_widen(src: &[i32]) -> Self::D;
     /// Rounds to f16 and back (nearest even), like a store and a load.
@@ -417,7 +455,9 @@ macro_rules! entry_points {
         /// The CPU supports the tier's features.
         #[target_feature(enable = $features)]
         pub(crate) unsafe fn rope<T: Element>(targets: &mut [Target<'_, T>], job: &Job<'_>) {
-            crate::arch::rope_with::<K, T>(targets, job)
+            if !crate::arch::x86_64::fast::rope::<$isa, T>(targets, job) {
+                crate::arch::rope_with::<K, T>(targets, job)
+            }
         }
 
         /// # Safety

@@ -1,0 +1,338 @@
+//! The RoPE fast path of the x86 tiers: the common case (angles from `inv_freq` at one
+//! position per token, single rounding, every head a whole number of vectors), with loop
+//! choices measured on an AVX2 Zen 3 (ratios to the in-place ceiling, f32, 32 heads × 128):
+//!
+//! * Heads in memory order. Visiting heads inner-most, block by block, keeps cos/sin in
+//!   registers but measured 0.59–0.75 against 0.82–0.96 in memory order at 64–4096 tokens
+//!   (the hardware prefetchers want the stream), and was no faster at decode.
+//! * rotate_half: two heads per pass, sharing each table load (a head is only 16 vectors
+//!   at head_dim 128 on AVX2, so table loads are otherwise half of all loads).
+//!   Interleaved: one head per pass; two measured 2× slower at 4096 tokens and no faster
+//!   elsewhere. (De-interleaving in registers so that interleaved could use rotate_half's
+//!   per-pair tables was tried too: four shuffles per two vectors cost more than the table
+//!   loads they save.)
+//! * The next token's table is computed one block after each pass, in the shadow of the
+//!   memory stream, instead of stalling it once per token.
+//!
+//! Per-head work is 16 vectors at head_dim 128, so per-head overhead matters: the loops
+//! walk raw pointers inside windows proven in bounds once per span (see [`in_bounds`]).
+//!
+//! The results are bitwise those of the generic driver on the same tier: the same
+//! `sin_cos`, the same table layout ([`crate::arch::Tables`]) and the same fused expressions
+//! as `Tier::rot` with `Rounding::Once`. `tests/fast_path.rs` checks that bit for bit.
+#![allow(unsafe_op_in_unsafe_fn)]
+
+use super::{Isa, sin_cos};
+use crate::arch::{Angles, Job, Positions, Rounding, Span, Target};
+use crate::element::{Dtype, Element};
+use crate::rope::Layout;
+
+/// The largest `half` (pairs per head) of the fast path: head_dim 256.
+const MAX_HALF: usize = 128;
+
+/// One token's cos/sin laid out as [`crate::arch::Tables`] does: rotate_half one per pair,
+/// interleaved expanded to `[c0, c0, c1, c1, …]` and `[−s0, s0, −s1, s1, …]`.
+#[repr(C, align(64))]
+struct Tab {
+    c: [f32; 2 * MAX_HALF],
+    s: [f32; 2 * MAX_HALF],
+}
+
+/// Runs `job` on the fast path if it qualifies; returns whether it did.
+///
+/// # Safety
+/// The CPU supports `I`'s features (the parent module's safety model).
+#[inline(always)]
+pub(super) unsafe fn rope<I: Isa, T: Element>(
+    targets: &mut [Target<'_, T>],
+    job: &Job<'_>,
+) -> bool {
+    let Angles::Freq {
+        inv_freq,
+        positions: Positions::Plain(pos),
+        cs,
+        ss,
+        f32_angle: false,
+    } = job.angles
+    else {
+        return false;
+    };
+    let half = job.rotary_dim / 2;
+    let tokens = job.tokens;
+    if job.round != Rounding::Once
+        || half == 0
+        || half > MAX_HALF
+        || !half.is_multiple_of(I::LANES)
+        || pos.len() < tokens
+        || inv_freq.len() < half
+        || !targets.iter().all(|t| {
+            t.spans
+                .iter()
+                .all(|s| in_bounds(s, tokens, 2 * half, t.x.len()))
+        })
+    {
+        return false;
+    }
+    let run = Run::<I> {
+        w: &inv_freq[..half],
+        pos: &pos[..tokens],
+        cs: I::splat(cs),
+        ss: I::splat(ss),
+        half,
+    };
+    // The layout as a constant, so the inner loops carry no test of it.
+    match job.layout {
+        _ if tokens == 0 => {}
+        Layout::Interleaved => run.go::<T, true>(targets),
+        Layout::RotateHalf => run.go::<T, false>(targets),
+    }
+    true
+}
+
+/// Whether every rotary window of `span` over `tokens` tokens lies inside a buffer of
+/// `len` elements. Windows start at `offset + t·token_stride + h·head_stride` and are `rd`
+/// long; strides are unsigned, so the last window ends furthest, and checking it (without
+/// overflow) proves every pointer the loops below form stays inside the buffer. The public
+/// entry points have validated this already; the fast path re-proves it locally, once per
+/// span, because it drops the per-access bounds checks.
+#[inline(always)]
+fn in_bounds(span: &Span, tokens: usize, rd: usize, len: usize) -> bool {
+    if tokens == 0 || span.n_heads == 0 {
+        return true;
+    }
+    let end = (tokens - 1)
+        .checked_mul(span.token_stride)
+        .and_then(|a| {
+            (span.n_heads - 1)
+                .checked_mul(span.head_stride)
+                .and_then(|b| a.checked_add(b))
+        })
+        .and_then(|a| a.checked_add(span.offset))
+        .and_then(|a| a.checked_add(rd));
+    end.is_some_and(|e| e <= len)
+}
+
+/// `LANES` values of `T` at `p`, as f32.
+///
+/// # Safety
+/// `p .. p + LANES` is readable; the tier's features.
+#[inline(always)]
+unsafe fn ld<I: Isa, T: Element>(p: *const T) -> I::F {
+    // `Element` is sealed to exactly these three types, so `T::DTYPE` names `T`.
+    match T::DTYPE {
+        Dtype::F32 => I::ld_f32(p.cast()),
+        Dtype::F16 => I::ld_f16(p.cast()),
+        Dtype::Bf16 => I::ld_bf16(p.cast()),
+    }
+}
+
+/// Stores `LANES` f32 lanes at `p` as `T`, rounding once.
+///
+/// # Safety
+/// `p .. p + LANES` is writable; the tier's features.
+#[inline(always)]
+unsafe fn st<I: Isa, T: Element>(v: I::F, p: *mut T) {
+    match T::DTYPE {
+        Dtype::F32 => I::st_f32(v, p.cast()),
+        Dtype::F16 => I::st_f16(v, p.cast()),
+        Dtype::Bf16 => I::st_bf16(v, p.cast()),
+    }
+}
+
+/// One rotate_half vector pair at `a` and `b`: `Tier::rot_half_block` with
+/// `Rounding::Once` (`x·c − y·s`, `y·c + x·s`, one rounding each).
+///
+/// # Safety
+/// `a`, `b` each address `LANES` writable values; the tier's features.
+#[inline(always)]
+unsafe fn half_pair<I: Isa, T: Element>(a: *mut T, b: *mut T, c: I::F, s: I::F) {
+    let (x, y) = (ld::<I, T>(a), ld::<I, T>(b));
+    st::<I, T>(I::fnmadd(y, s, I::mul(x, c)), a);
+    st::<I, T>(I::fmadd(x, s, I::mul(y, c)), b);
+}
+
+/// One interleaved vector at `x` with expanded tables: `Tier::rot_inter_block` with
+/// `Rounding::Once` (`x·c + swap_pairs(x)·s`, the sign in `s`).
+///
+/// # Safety
+/// `x .. x + LANES` is writable; the tier's features.
+#[inline(always)]
+unsafe fn inter<I: Isa, T: Element>(x: *mut T, c: I::F, s: I::F) {
+    let v = ld::<I, T>(x);
+    st::<I, T>(I::fmadd(I::swap_pairs(v), s, I::mul(v, c)), x);
+}
+
+/// One call's constants.
+struct Run<'a, I: Isa> {
+    w: &'a [f32],
+    pos: &'a [i32],
+    cs: I::F,
+    ss: I::F,
+    half: usize,
+}
+
+impl<I: Isa> Run<'_, I> {
+    /// cos/sin (scaled) of pairs `b·LANES .. (b + 1)·LANES` at position `p`.
+    #[inline(always)]
+    unsafe fn cos_sin(&self, p: i32, b: usize) -> (I::F, I::F) {
+        let (l, h) = (I::LANES, I::LANES / 2);
+        let k = b * l;
+        let pv = I::dsplat(p as f64);
+        let lo = I::dmul(pv, I::load_widen(&self.w[k..k + h]));
+        let hi = I::dmul(pv, I::load_widen(&self.w[k + h..k + l]));
+        let (s, c) = sin_cos::<I>(lo, hi);
+        (I::mul(c, self.cs), I::mul(s, self.ss))
+    }
+
+    /// Block `b` of the table of position `p`, laid out for the layout.
+    #[inline(always)]
+    unsafe fn table_block<const IL: bool>(&self, p: i32, b: usize, tab: &mut Tab) {
+        let l = I::LANES;
+        let k = b * l;
+        let (c, s) = self.cos_sin(p, b);
+        if IL {
+            let (c0, c1) = I::zip(c, c);
+            let (s0, s1) = I::zip(I::neg(s), s);
+            I::store_f32(c0, &mut tab.c[2 * k..2 * k + l]);
+            I::store_f32(c1, &mut tab.c[2 * k + l..2 * k + 2 * l]);
+            I::store_f32(s0, &mut tab.s[2 * k..2 * k + l]);
+            I::store_f32(s1, &mut tab.s[2 * k + l..2 * k + 2 * l]);
+        } else {
+            I::store_f32(c, &mut tab.c[k..k + l]);
+            I::store_f32(s, &mut tab.s[k..k + l]);
+        }
+    }
+
+    /// Tokens in memory order, two heads per pass, the next token's table pipelined.
+    #[inline(always)]
+    unsafe fn go<T: Element, const IL: bool>(&self, targets: &mut [Target<'_, T>]) {
+        let tokens = self.pos.len();
+        let blocks = self.half / I::LANES;
+        let mut tabs = [Tab::new(), Tab::new()];
+        for b in 0..blocks {
+            self.table_block::<IL>(self.pos[0], b, &mut tabs[0]);
+        }
+        for t in 0..tokens {
+            let (a, b) = tabs.split_at_mut(1);
+            let (cur, nxt) = if t % 2 == 0 {
+                (&a[0], &mut b[0])
+            } else {
+                (&b[0], &mut a[0])
+            };
+            let mut next = Pending {
+                p: self.pos.get(t + 1).copied().unwrap_or(0),
+                done: if t + 1 < tokens { 0 } else { blocks },
+                tab: nxt,
+            };
+            for target in targets.iter_mut() {
+                let x = target.x.as_mut_ptr();
+                for span in target.spans {
+                    // SAFETY: `in_bounds` proved every window of every token of this span
+                    // lies in `target.x`; heads `h` and `h + 1` (when `h + 1 < n_heads`) are
+                    // two of those windows, and `rotate2` stays inside them.
+                    let base = x.add(span.offset + t * span.token_stride);
+                    let (n, hs) = (span.n_heads, span.head_stride);
+                    let mut h = 0;
+                    while h + 1 < n {
+                        let p0 = base.add(h * hs);
+                        if IL {
+                            // Interleaved heads one at a time: two at once measured 2× slower
+                            // at 4096 tokens (DRAM) and no faster elsewhere.
+                            self.rotate2::<T, IL>(p0, None, cur);
+                            self.rotate2::<T, IL>(p0.add(hs), None, cur);
+                        } else {
+                            self.rotate2::<T, IL>(p0, Some(p0.add(hs)), cur);
+                        }
+                        self.advance::<IL>(&mut next, blocks);
+                        h += 2;
+                    }
+                    if h < n {
+                        self.rotate2::<T, IL>(base.add(h * hs), None, cur);
+                        self.advance::<IL>(&mut next, blocks);
+                    }
+                }
+            }
+            while next.done < blocks {
+                self.advance::<IL>(&mut next, blocks);
+            }
+        }
+    }
+
+    /// Computes the next pending block of the next token's table, if any.
+    #[inline(always)]
+    unsafe fn advance<const IL: bool>(&self, next: &mut Pending<'_>, blocks: usize) {
+        if next.done < blocks {
+            self.table_block::<IL>(next.p, next.done, next.tab);
+            next.done += 1;
+        }
+    }
+
+    /// Rotates the window at `p0` and, if given, the one at `p1` with one token's table;
+    /// each table vector is loaded once for both.
+    ///
+    /// # Safety
+    /// `p0 .. p0 + 2·half` (and `p1 ..`) are writable windows; the tier's features.
+    #[inline(always)]
+    unsafe fn rotate2<T: Element, const IL: bool>(
+        &self,
+        p0: *mut T,
+        p1: Option<*mut T>,
+        tab: &Tab,
+    ) {
+        let l = I::LANES;
+        let half = self.half;
+        let (tc, ts) = (tab.c.as_ptr(), tab.s.as_ptr());
+        // SAFETY: offsets stay below `2·half ≤ 2·MAX_HALF` (tables) and `2·half` (the
+        // windows, caller).
+        if IL {
+            match p1 {
+                Some(p1) => {
+                    for k in (0..2 * half).step_by(l) {
+                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                        inter::<I, T>(p0.add(k), c, s);
+                        inter::<I, T>(p1.add(k), c, s);
+                    }
+                }
+                None => {
+                    for k in (0..2 * half).step_by(l) {
+                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                        inter::<I, T>(p0.add(k), c, s);
+                    }
+                }
+            }
+        } else {
+            match p1 {
+                Some(p1) => {
+                    for k in (0..half).step_by(l) {
+                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                        half_pair::<I, T>(p0.add(k), p0.add(half + k), c, s);
+                        half_pair::<I, T>(p1.add(k), p1.add(half + k), c, s);
+                    }
+                }
+                None => {
+                    for k in (0..half).step_by(l) {
+                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                        half_pair::<I, T>(p0.add(k), p0.add(half + k), c, s);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Tab {
+    #[inline(always)]
+    fn new() -> Tab {
+        Tab {
+            c: [0.0; 2 * MAX_HALF],
+            s: [0.0; 2 * MAX_HALF],
+        }
+    }
+}
+
+/// The next token's table, filled block by block while the current token is rotated.
+struct Pending<'a> {
+    p: i32,
+    done: usize,
+    tab: &'a mut Tab,
+}
