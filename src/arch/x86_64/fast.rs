@@ -191,6 +191,7 @@ impl<I: Isa> Run<'_, I> {
         let k = b * l;
         let (c, s) = self.cos_sin(p, b);
         if IL {
+            // Expanded as `Tables`: [c0, c0, c1, c1, …], [−s0, s0, −s1, s1, …].
             let (c0, c1) = I::zip(c, c);
             let (s0, s1) = I::zip(I::neg(s), s);
             I::store_f32(c0, &mut tab.c[2 * k..2 * k + l]);

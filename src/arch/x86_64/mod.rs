@@ -146,13 +146,11 @@ unsafe fn reduce<I: Isa>(a: I::D) -> (I::D, I::D) {
     (r, y)
 }
 
-/// `(sin, cos)` of `LANES` f64 angles given as two halves.
+/// The sin/cos polynomials of the reduced argument `r` (`z = r²`), in `trig`'s order.
+/// (A function, not a closure: closures do not inherit `#[target_feature]`, so their
+/// intrinsics would not inline.)
 #[inline(always)]
-unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
-    let (rl, yl) = reduce::<I>(lo);
-    let (rh, yh) = reduce::<I>(hi);
-    let r = I::narrow(rl, rh);
-    let z = I::mul(r, r);
+unsafe fn poly<I: Isa>(r: I::F, z: I::F) -> (I::F, I::F) {
     // ((S3·z + S2)·z + S1)·z·r + r
     let s = I::add(I::mul(I::splat(S3), z), I::splat(S2));
     let s = I::add(I::mul(s, z), I::splat(S1));
@@ -162,6 +160,16 @@ unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
     let c = I::add(I::mul(c, z), I::splat(C1));
     let c = I::mul(I::mul(c, z), z);
     let c = I::add(I::sub(c, I::mul(I::splat(0.5), z)), I::splat(1.0));
+    (s, c)
+}
+
+/// `(sin, cos)` of `LANES` f64 angles given as two halves.
+#[inline(always)]
+unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
+    let (rl, yl) = reduce::<I>(lo);
+    let (rh, yh) = reduce::<I>(hi);
+    let r = I::narrow(rl, rh);
+    let (s, c) = poly::<I>(r, I::mul(r, r));
     I::quadrant(yl, yh, s, c)
 }
 
