@@ -85,3 +85,61 @@ pub(crate) fn sin_cos(angle: f64) -> (f32, f32) {
 pub fn sin_cos_exact(position: i32, freq: f32) -> (f32, f32) {
     sin_cos(position as f64 * freq as f64)
 }
+
+/// sin(r) ≈ r + r³·(D_S1 + z·(…)), z = r², |r| ≤ π/4: fdlibm's `__kernel_sin` (< 1 ulp).
+#[allow(clippy::excessive_precision)] // fdlibm's published digits
+pub(crate) const DS: [f64; 6] = [
+    -1.666_666_666_666_663_243_48e-1,
+    8.333_333_333_322_489_461_24e-3,
+    -1.984_126_982_985_794_931_34e-4,
+    2.755_731_370_707_006_767_89e-6,
+    -2.505_076_025_340_686_341_95e-8,
+    1.589_690_995_211_550_102_21e-10,
+];
+/// cos(r) ≈ 1 − z/2 + z²·(D_C1 + z·(…)): fdlibm's `__kernel_cos` (< 1 ulp).
+#[allow(clippy::excessive_precision)] // fdlibm's published digits
+pub(crate) const DC: [f64; 6] = [
+    4.166_666_666_666_660_190_37e-2,
+    -1.388_888_888_887_410_957_49e-3,
+    2.480_158_728_947_672_941_78e-5,
+    -2.755_731_435_139_066_330_35e-7,
+    2.087_572_321_298_174_827_90e-9,
+    -1.135_964_755_778_819_482_65e-11,
+];
+
+/// sin and cos of `r ∈ [−π/4, π/4]` in f64 (fdlibm's kernels with no tail, < 1 ulp each),
+/// as plain unfused operations in a fixed order: the vector tiers repeat them lane by lane.
+#[inline(always)]
+pub(crate) fn poly64(r: f64) -> (f64, f64) {
+    let z = r * r;
+    let w = z * z;
+    let sr = DS[1] + z * (DS[2] + z * DS[3]) + z * w * (DS[4] + z * DS[5]);
+    let s = r + z * r * (DS[0] + z * sr);
+    let cr = z * (DC[0] + z * (DC[1] + z * DC[2])) + w * w * (DC[3] + z * (DC[4] + z * DC[5]));
+    let hz = 0.5 * z;
+    let one_hz = 1.0 - hz;
+    let c = one_hz + (((1.0 - one_hz) - hz) + z * cr);
+    (s, c)
+}
+
+/// `(sin, cos)` of an f64 angle in f64, within ~3e-16 of the true values of the f64 angle
+/// for |angle| < 1e8 (the reduction of [`reduce`] is exact there up to ~2 f64 roundings of
+/// `r`). The start values of the sinusoidal recurrence.
+#[inline(always)]
+pub(crate) fn sin_cos_f64(angle: f64) -> (f64, f64) {
+    let (r, q) = reduce(angle);
+    let (s, c) = poly64(r);
+    let odd = q == 1.0 || q == 3.0;
+    let (s, c) = if odd { (c, s) } else { (s, c) };
+    let s = if q >= 2.0 { -s } else { s };
+    let c = if q == 1.0 || q == 2.0 { -c } else { c };
+    (s, c)
+}
+
+/// One step of the sinusoidal recurrence: `(s, c)` rotated by the angle whose sine and
+/// cosine are `(rs, rc)`, as `(s·rc + c·rs, c·rc − s·rs)`, unfused and in this order on
+/// every backend.
+#[inline(always)]
+pub(crate) fn rotate64(s: f64, c: f64, rs: f64, rc: f64) -> (f64, f64) {
+    (s * rc + c * rs, c * rc - s * rs)
+}

@@ -841,9 +841,13 @@ fn check_sin_dots(
     Ok(())
 }
 
-/// `fill(first)`, `fill_positions(first..)` and `add` onto zeros give the same table, bit for
-/// bit (`0 + v = v` exactly in f32, then the same single rounding; a `−0` entry would become
-/// `+0` under `add`, so zeros are compared by value).
+/// `fill_positions(first..)` and `add` onto zeros give the same table, bit for bit (`0 + v = v`
+/// exactly in f32, then the same single rounding; a `−0` entry would become `+0` under `add`,
+/// so zeros are compared by value). `fill(first)` runs the f64 recurrence instead of the
+/// direct method, so it is not bitwise `fill_positions`: its f32 table is within the contract
+/// of the f64 formula (and within `2E` of `fill_positions`), its f16/bf16 tables are that f32
+/// table rounded once, and every row is a function of its position alone (a one-row fill
+/// gives the same row).
 fn check_sin_fill<T: Dt>(
     d: usize,
     base: f32,
@@ -853,23 +857,81 @@ fn check_sin_fill<T: Dt>(
 ) -> Result<(), TestCaseError> {
     let pe = Sinusoidal::new(d, base, layout).unwrap();
     let positions: Vec<i32> = (0..rows).map(|r| (first as usize + r) as i32).collect();
+    let half = d / 2;
     for backend in available() {
         let pe = pe.with_backend(backend).unwrap();
         let mut a = vec![T::from_f32(f32::NAN); rows * d];
+        let mut a32 = vec![f32::NAN; rows * d];
         let mut b = a.clone();
+        let mut b32 = a32.clone();
         let mut c = vec![T::from_f32(0.0); rows * d];
         pe.fill(&mut a, first).unwrap();
+        pe.fill(&mut a32, first).unwrap();
         pe.fill_positions(&mut b, &positions).unwrap();
+        pe.fill_positions(&mut b32, &positions).unwrap();
         pe.add(&mut c, &positions).unwrap();
-        prop_assert_eq!(bits(&a), bits(&b), "{:?} fill vs fill_positions", backend);
-        for (i, (x, y)) in a.iter().zip(&c).enumerate() {
+        for (i, (x, y)) in b.iter().zip(&c).enumerate() {
             let same = x.bits() == y.bits() || (x.to_f32() == 0.0 && y.to_f32() == 0.0);
             prop_assert!(
                 same,
-                "{backend:?} {:?} d {d} element {i}: fill {:#x} vs add onto 0 {:#x}",
+                "{backend:?} {:?} d {d} element {i}: fill_positions {:#x} vs add onto 0 {:#x}",
                 T::DTYPE,
                 x.bits(),
                 y.bits()
+            );
+        }
+        for (i, (x, &y)) in a.iter().zip(&a32).enumerate() {
+            prop_assert_eq!(
+                x.bits(),
+                T::from_f32(y).bits(),
+                "{:?} fill: f32 rounded once, element {}",
+                backend,
+                i
+            );
+        }
+        for (r, row) in a32.chunks(d).enumerate() {
+            let p = (first as usize + r) as f64;
+            // The contract holds below 2^24; beyond, the f64 angle's own rounding dominates.
+            for i in (0..half).filter(|_| p < EXACT as f64) {
+                let (ts, tc) = (p * sin_freq(base, i, d)).sin_cos();
+                let (is, ic) = match layout {
+                    SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
+                    SinusoidalLayout::Split => (i, half + i),
+                    SinusoidalLayout::SplitCosFirst => (half + i, i),
+                };
+                let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
+                prop_assert!(
+                    e <= E,
+                    "{:?} fill row {} pair {}: error {:e}",
+                    backend,
+                    r,
+                    i,
+                    e
+                );
+            }
+            let mut one = vec![f32::NAN; d];
+            pe.fill(&mut one, first + r as u32).unwrap();
+            prop_assert_eq!(
+                bits(&one),
+                bits(row),
+                "{:?} one-row fill of row {}",
+                backend,
+                r
+            );
+        }
+        // Beyond 2^24 the two methods round different f64 angles (≤ 2^-53·p rad each).
+        let tol = if (first as i64 + rows as i64) <= EXACT {
+            2.0 * E
+        } else {
+            1e-5
+        };
+        for (x, y) in a32.iter().zip(&b32) {
+            prop_assert!(
+                ((x - y).abs() as f64) <= tol,
+                "{:?} fill {} vs fill_positions {}",
+                backend,
+                x,
+                y
             );
         }
     }
@@ -1060,4 +1122,59 @@ fn sinusoidal_accuracy_formula() {
         }
     }
     println!("sinusoidal worst overall: {overall:.3e} (contract {E:e})");
+}
+
+/// `fill` runs the f64 recurrence (anchored every 64 positions): long tables and large first
+/// positions against the f64 formula, on every backend. The error is one f32 rounding
+/// (≤ 3e-8) plus the frequency and angle roundings the direct method shares (≤ 1.7e-8 below
+/// 2^24); the recurrence itself adds ~1e-14.
+#[test]
+fn sinusoidal_fill_recurrence_accuracy() {
+    let mut overall = 0.0f64;
+    for (d, rows, first) in [
+        (512usize, 4096usize, 0u32),
+        (512, 4096, (1 << 24) - 4096),
+        (64, 20_000, (1 << 24) - 20_000),
+        (130, 3000, 12_345),
+        (8, 70_000, 1_000_001),
+    ] {
+        let half = d / 2;
+        for layout in [SinusoidalLayout::Interleaved, SinusoidalLayout::Split] {
+            let pe = Sinusoidal::new(d, 10_000.0, layout).unwrap();
+            let w: Vec<f64> = (0..half).map(|i| sin_freq(10_000.0, i, d)).collect();
+            for backend in available() {
+                let pe = pe.with_backend(backend).unwrap();
+                let mut out = vec![f32::NAN; rows * d];
+                pe.fill(&mut out, first).unwrap();
+                let mut worst = (0.0f64, 0.0, 0);
+                for (r, row) in out.chunks(d).enumerate() {
+                    let p = first as f64 + r as f64;
+                    for (i, &wi) in w.iter().enumerate() {
+                        let (ts, tc) = (p * wi).sin_cos();
+                        let (is, ic) = match layout {
+                            SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
+                            _ => (i, half + i),
+                        };
+                        let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
+                        if e > worst.0 {
+                            worst = (e, p, i);
+                        }
+                    }
+                }
+                println!(
+                    "fill {rows}x{d} from {first} {layout:?} {backend:?}: worst {:.3e} at p {} pair {}",
+                    worst.0, worst.1, worst.2
+                );
+                assert!(
+                    worst.0 <= 6e-8,
+                    "{backend:?} fill {rows}x{d} from {first} {layout:?}: {:e} at p {} pair {}",
+                    worst.0,
+                    worst.1,
+                    worst.2
+                );
+                overall = overall.max(worst.0);
+            }
+        }
+    }
+    println!("sinusoidal fill (recurrence) worst overall: {overall:.3e} (contract {E:e})");
 }

@@ -266,6 +266,28 @@ pub(crate) trait Kernels {
     fn cos_sin(p: Pos<'_>, w: &[f32], cs: f32, ss: f32, cos: &mut [f32], sin: &mut [f32]);
     /// `sin[i], cos[i]` of `p·w[i]` in f64 (sinusoidal tables, HF-parity angles).
     fn sin_cos_f64(p: f64, w: &[f64], sin: &mut [f32], cos: &mut [f32]);
+    /// `sin[i], cos[i]` of `p·w[i]`, in f64 ([`crate::trig::sin_cos_f64`] on each): the start
+    /// values and steps of the sinusoidal recurrence.
+    #[inline(always)]
+    fn sin_cos_f64_wide(p: f64, w: &[f64], sin: &mut [f64], cos: &mut [f64]) {
+        for ((&wi, s), c) in w.iter().zip(sin.iter_mut()).zip(cos.iter_mut()) {
+            (*s, *c) = crate::trig::sin_cos_f64(p * wi);
+        }
+    }
+    /// Rows `j0 .. j1` of one anchor block (see [`SinChunk`]), pairs `k0 .. k1` of the
+    /// chunk; `rows` holds exactly those rows. The default is [`scalar::sin_rows`]; a backend
+    /// may vectorise it as long as every value gets exactly its operations.
+    #[inline(always)]
+    fn sin_rows<T: Element>(
+        rows: &mut [T],
+        ch: &SinChunk<'_>,
+        k0: usize,
+        k1: usize,
+        j0: usize,
+        j1: usize,
+    ) {
+        scalar::sin_rows(rows, ch, k0, k1, j0, j1)
+    }
     /// Lays out one chunk's cos/sin for `layout` (see [`Tables`]).
     #[inline(always)]
     fn prepare(layout: Layout, cos: &[f32], sin: &[f32], tab: &mut Tables) {
@@ -603,8 +625,115 @@ pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {
     }
 }
 
-/// Sinusoidal driver: column blocks of `CHUNK` frequencies (computed once per call), then
-/// every row.
+/// Rows per anchor block of the sinusoidal recurrence (see [`sinusoidal_run`]).
+pub(crate) const SIN_BLOCK: u64 = 64;
+/// Frequencies per chunk of the recurrence.
+pub(crate) const SIN_CHUNK: usize = CHUNK;
+/// Interleaved recurrence streams per anchor block: row `a + j` is on stream `j mod STREAMS`,
+/// which steps by `STREAMS·ω`; independent streams hide the latency of each step.
+pub(crate) const STREAMS: usize = 2;
+
+/// `sin/cos((q + 1)·ω_i)` for `q < STREAMS`: the offsets of the streams and (last) their step.
+pub(crate) struct Steps {
+    pub s: [[f64; SIN_CHUNK]; STREAMS],
+    pub c: [[f64; SIN_CHUNK]; STREAMS],
+}
+
+/// One chunk of frequencies of one anchor block of the recurrence: row `a + j` of the block
+/// (`j < SIN_BLOCK`) holds sin/cos of `(a + j)·ω_i` computed as the anchor `(s, c)`
+/// rotated by `(j mod STREAMS)·ω_i` (stream start; none for stream 0) and then `j / STREAMS`
+/// times by `STREAMS·ω_i`, each rotation [`crate::trig::rotate64`], rounded once to f32 and
+/// once to `T`.
+pub(crate) struct SinChunk<'a> {
+    pub layout: SinusoidalLayout,
+    pub d: usize,
+    pub pairs: usize,
+    /// Index of the chunk's first frequency.
+    pub i0: usize,
+    /// sin/cos of `a·ω_i` (f64), `k`-th of the chunk at `[k]`.
+    pub s: &'a [f64],
+    pub c: &'a [f64],
+    pub steps: &'a Steps,
+}
+
+/// `fill` (consecutive positions `first ..`): the f64 rotation recurrence.
+///
+/// Positions are cut into anchor blocks `[a, a + SIN_BLOCK)`, `a` a multiple of `SIN_BLOCK`
+/// (absolute, so every row is a function of its position alone, whatever the call's first
+/// row or length: `par_fill` pieces and sub-range fills are bitwise the whole fill's rows).
+/// Per block and frequency one f64 `sin/cos(a·ω)` ([`crate::trig::sin_cos_f64`], fdlibm's
+/// kernels after the exact Cody–Waite reduction: within ~3e-16 of the f64 angle's values),
+/// then every row by one f64 complex multiplication ([`crate::trig::rotate64`]).
+///
+/// Error, positions `p < 2^24`, vs the f64 formula `sin/cos(p·ω_exact)`:
+/// * the anchor angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within
+///   ~8 ulps ([`sin_frequencies`]): ≤ 8·2^-53·2^24 ≈ 1.5e-8 rad (both shared with the direct
+///   method of `fill_positions`);
+/// * each rotation adds ≤ ~2·2^-53 per component (|s|, |c| ≤ 1) plus the step's own error
+///   (≤ ~3e-16, the step angle `2ω` is exact); at most `SIN_BLOCK / STREAMS` = 32 rotations
+///   and one stream offset per value: ≤ 33·(2.2e-16 + 3e-16) ≈ 2e-14, whatever the table
+///   length (the blocks restart, so there is no growth with the position);
+/// * the rounding to f32: ≤ 2^-25 ≈ 3e-8.
+///
+/// Every value is within ≈ 3e-8 + 1.7e-8 + 2e-14 ≈ 5e-8 of the f64 formula: a fifth of the
+/// 2.4e-7 contract. Measured in `tests/properties.rs` (`sinusoidal_accuracy_formula`,
+/// `sinusoidal_fill_recurrence_accuracy`). The values are not bitwise those of the direct
+/// method (`fill_positions`), which rounds the angle's reduction to f32.
+#[inline(always)]
+fn sinusoidal_run<K: Kernels, T: Element>(out: &mut [T], spec: &SinSpec, first: u32) {
+    let d = spec.d_model;
+    let rows = (out.len() / d) as u64;
+    let first = first as u64;
+    let end = first + rows;
+    let mut w = [0.0f64; SIN_CHUNK];
+    let mut steps = Steps {
+        s: [[0.0; SIN_CHUNK]; STREAMS],
+        c: [[0.0; SIN_CHUNK]; STREAMS],
+    };
+    let mut s = [0.0f64; SIN_CHUNK];
+    let mut c = [0.0f64; SIN_CHUNK];
+    let mut i0 = 0;
+    while i0 < spec.pairs {
+        let n = SIN_CHUNK.min(spec.pairs - i0);
+        sin_frequencies(spec.base, spec.den, i0, &mut w[..n]);
+        for q in 0..STREAMS {
+            let (sq, cq) = (&mut steps.s[q][..n], &mut steps.c[q][..n]);
+            K::sin_cos_f64_wide((q + 1) as f64, &w[..n], sq, cq);
+        }
+        let mut a = first / SIN_BLOCK * SIN_BLOCK;
+        while a < end {
+            K::sin_cos_f64_wide(a as f64, &w[..n], &mut s[..n], &mut c[..n]);
+            let j0 = first.max(a) - a;
+            let j1 = end.min(a + SIN_BLOCK) - a;
+            let r0 = (a + j0 - first) as usize;
+            let r1 = (a + j1 - first) as usize;
+            let ch = SinChunk {
+                layout: spec.layout,
+                d,
+                pairs: spec.pairs,
+                i0,
+                s: &s[..n],
+                c: &c[..n],
+                steps: &steps,
+            };
+            let block = &mut out[r0 * d..r1 * d];
+            K::sin_rows(block, &ch, 0, n, j0 as usize, j1 as usize);
+            a += SIN_BLOCK;
+        }
+        i0 += n;
+    }
+    if let Some(pad) = spec.padding {
+        let pad = pad as i64;
+        if pad >= first as i64 && pad < end as i64 {
+            let r = (pad - first as i64) as usize;
+            out[r * d..(r + 1) * d].fill(T::from_f32(0.0));
+        }
+    }
+}
+
+/// Sinusoidal driver: `fill` by the recurrence ([`sinusoidal_run`]); otherwise column
+/// blocks of `CHUNK` frequencies (computed once per call), then every row by the direct
+/// method.
 #[inline(always)]
 pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
     out: &mut [T],
@@ -616,25 +745,30 @@ pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
         return; // no rows: nothing to compute, however wide the rows would be
     }
     let d = spec.d_model;
-    let mut w = [0.0f64; CHUNK];
-    let mut sbuf = [0.0f32; CHUNK];
-    let mut cbuf = [0.0f32; CHUNK];
-    let zeros = [0.0f32; CHUNK];
-    let mut i0 = 0;
-    while i0 < spec.pairs {
-        let n = CHUNK.min(spec.pairs - i0);
-        sin_frequencies(spec.base, spec.den, i0, &mut w[..n]);
-        for (r, row) in out.chunks_exact_mut(d).enumerate() {
-            let (p, pad) = rows.position(r, spec.padding);
-            let (s, c) = if pad {
-                (&zeros[..n], &zeros[..n])
-            } else {
-                K::sin_cos_f64(p, &w[..n], &mut sbuf[..n], &mut cbuf[..n]);
-                (&sbuf[..n], &cbuf[..n])
-            };
-            scalar::write_sinusoid(row, spec.layout, spec.pairs, i0, s, c, add);
+    match (rows, add) {
+        (Rows::From(first), false) => sinusoidal_run::<K, T>(out, spec, first),
+        _ => {
+            let mut w = [0.0f64; CHUNK];
+            let mut sbuf = [0.0f32; CHUNK];
+            let mut cbuf = [0.0f32; CHUNK];
+            let zeros = [0.0f32; CHUNK];
+            let mut i0 = 0;
+            while i0 < spec.pairs {
+                let n = CHUNK.min(spec.pairs - i0);
+                sin_frequencies(spec.base, spec.den, i0, &mut w[..n]);
+                for (r, row) in out.chunks_exact_mut(d).enumerate() {
+                    let (p, pad) = rows.position(r, spec.padding);
+                    let (s, c) = if pad {
+                        (&zeros[..n], &zeros[..n])
+                    } else {
+                        K::sin_cos_f64(p, &w[..n], &mut sbuf[..n], &mut cbuf[..n]);
+                        (&sbuf[..n], &cbuf[..n])
+                    };
+                    scalar::write_sinusoid(row, spec.layout, spec.pairs, i0, s, c, add);
+                }
+                i0 += n;
+            }
         }
-        i0 += n;
     }
     if 2 * spec.pairs < d {
         // An odd width's last column is zero (fairseq and timestep embeddings pad it).

@@ -1,7 +1,7 @@
 //! The reference backend: plain loops over plain IEEE operations, no SIMD written on purpose.
 //! It is the oracle the other backends are tested against.
 
-use super::{Kernels, Pos, Rounding, Tables, round_to};
+use super::{Kernels, Pos, Rounding, STREAMS, SinChunk, Tables, round_to};
 use crate::element::Element;
 use crate::rope::Layout;
 use crate::sinusoidal::SinusoidalLayout;
@@ -93,11 +93,7 @@ pub(crate) fn write_sinusoid<T: Element>(
 ) {
     for (k, (&s, &c)) in sin.iter().zip(cos).enumerate() {
         let i = i0 + k;
-        let (is, ic) = match layout {
-            SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
-            SinusoidalLayout::Split => (i, pairs + i),
-            SinusoidalLayout::SplitCosFirst => (pairs + i, i),
-        };
+        let (is, ic) = sin_columns(layout, pairs, i);
         if add {
             row[is] = T::from_f32(row[is].to_f32() + s);
             row[ic] = T::from_f32(row[ic].to_f32() + c);
@@ -105,5 +101,54 @@ pub(crate) fn write_sinusoid<T: Element>(
             row[is] = T::from_f32(s);
             row[ic] = T::from_f32(c);
         }
+    }
+}
+
+/// The sinusoidal recurrence for pairs `k0 .. k1` of a chunk, rows `j0 .. j1` of its anchor
+/// block (`rows` holds exactly those rows): see [`SinChunk`] for the operations. Rows before
+/// `j0` are stepped through but not written.
+#[inline(always)]
+pub(crate) fn sin_rows<T: Element>(
+    rows: &mut [T],
+    ch: &SinChunk<'_>,
+    k0: usize,
+    k1: usize,
+    j0: usize,
+    j1: usize,
+) {
+    let d = ch.d;
+    let last = STREAMS - 1;
+    for k in k0..k1 {
+        let i = ch.i0 + k;
+        let (is, ic) = sin_columns(ch.layout, ch.pairs, i);
+        let (a_s, a_c) = (ch.s[k], ch.c[k]);
+        let mut st = [(a_s, a_c); STREAMS];
+        for (q, st) in st.iter_mut().enumerate().skip(1) {
+            *st = trig::rotate64(a_s, a_c, ch.steps.s[q - 1][k], ch.steps.c[q - 1][k]);
+        }
+        let (rs, rc) = (ch.steps.s[last][k], ch.steps.c[last][k]);
+        let mut j = 0;
+        while j < j1 {
+            for (q, st) in st.iter_mut().enumerate() {
+                let jj = j + q;
+                if jj >= j0 && jj < j1 {
+                    let row = &mut rows[(jj - j0) * d..(jj - j0 + 1) * d];
+                    row[is] = T::from_f32(st.0 as f32);
+                    row[ic] = T::from_f32(st.1 as f32);
+                }
+                *st = trig::rotate64(st.0, st.1, rs, rc);
+            }
+            j += STREAMS;
+        }
+    }
+}
+
+/// The columns of pair `i`'s sine and cosine in a row with `pairs` pairs.
+#[inline(always)]
+pub(crate) fn sin_columns(layout: SinusoidalLayout, pairs: usize, i: usize) -> (usize, usize) {
+    match layout {
+        SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
+        SinusoidalLayout::Split => (i, pairs + i),
+        SinusoidalLayout::SplitCosFirst => (pairs + i, i),
     }
 }

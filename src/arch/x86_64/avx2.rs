@@ -99,6 +99,34 @@ impl Isa for Avx2 {
     }
 
     #[inline(always)]
+    unsafe fn narrow_interleave(s: __m256d, c: __m256d) -> __m256 {
+        let v = _mm256_insertf128_ps::<1>(
+            _mm256_castps128_ps256(_mm256_cvtpd_ps(s)),
+            _mm256_cvtpd_ps(c),
+        );
+        _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+    }
+    #[inline(always)]
+    unsafe fn dquadrant(y: __m256d, s: __m256d, c: __m256d) -> (__m256d, __m256d) {
+        let q = _mm256_castpd_si256(y);
+        // blendv reads the sign bit: k odd ⇔ bit 0, moved to bit 63.
+        let odd = _mm256_castsi256_pd(_mm256_slli_epi64::<63>(q));
+        let (s2, c2) = (_mm256_blendv_pd(s, c, odd), _mm256_blendv_pd(c, s, odd));
+        let sign = _mm256_set1_epi64x(i64::MIN);
+        let sn = _mm256_and_si256(_mm256_slli_epi64::<62>(q), sign);
+        let q1 = _mm256_add_epi64(q, _mm256_set1_epi64x(1));
+        let cn = _mm256_and_si256(_mm256_slli_epi64::<62>(q1), sign);
+        (
+            _mm256_xor_pd(s2, _mm256_castsi256_pd(sn)),
+            _mm256_xor_pd(c2, _mm256_castsi256_pd(cn)),
+        )
+    }
+    #[inline(always)]
+    unsafe fn store_d(v: __m256d, dst: &mut [f64]) {
+        let dst: &mut [f64; 4] = (&mut dst[..4]).try_into().unwrap();
+        _mm256_storeu_pd(dst.as_mut_ptr(), v)
+    }
+    #[inline(always)]
     unsafe fn load_widen(src: &[f32]) -> __m256d {
         let src: &[f32; 4] = src[..4].try_into().unwrap();
         _mm256_cvtps_pd(_mm_loadu_ps(src.as_ptr()))

@@ -107,6 +107,36 @@ impl Isa for Avx512 {
     }
 
     #[inline(always)]
+    unsafe fn narrow_interleave(s: __m512d, c: __m512d) -> __m512 {
+        let lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(s));
+        let hi = _mm256_castps_pd(_mm512_cvtpd_ps(c));
+        let v = _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(lo), hi));
+        let idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+        _mm512_permutexvar_ps(idx, v)
+    }
+    #[inline(always)]
+    unsafe fn dquadrant(y: __m512d, s: __m512d, c: __m512d) -> (__m512d, __m512d) {
+        let q = _mm512_castpd_si512(y);
+        let odd = _mm512_test_epi64_mask(q, _mm512_set1_epi64(1));
+        let (s2, c2) = (
+            _mm512_mask_blend_pd(odd, s, c),
+            _mm512_mask_blend_pd(odd, c, s),
+        );
+        let sign = _mm512_set1_epi64(i64::MIN);
+        let sn = _mm512_and_si512(_mm512_slli_epi64::<62>(q), sign);
+        let q1 = _mm512_add_epi64(q, _mm512_set1_epi64(1));
+        let cn = _mm512_and_si512(_mm512_slli_epi64::<62>(q1), sign);
+        let flip = |v: __m512d, m: __m512i| {
+            _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(v), m))
+        };
+        (flip(s2, sn), flip(c2, cn))
+    }
+    #[inline(always)]
+    unsafe fn store_d(v: __m512d, dst: &mut [f64]) {
+        let dst: &mut [f64; 8] = (&mut dst[..8]).try_into().unwrap();
+        _mm512_storeu_pd(dst.as_mut_ptr(), v)
+    }
+    #[inline(always)]
     unsafe fn load_widen(src: &[f32]) -> __m512d {
         let src: &[f32; 8] = src[..8].try_into().unwrap();
         _mm512_cvtps_pd(_mm256_loadu_ps(src.as_ptr()))

@@ -21,10 +21,16 @@ pub(crate) mod avx2;
 pub(crate) mod avx512;
 mod fast;
 
-use super::{Kernels, MAX_LANES, Pos, Rounding, Tables, same, same_mut};
+use super::scalar;
+use super::{
+    Kernels, MAX_LANES, Pos, Rounding, SIN_CHUNK, STREAMS, SinChunk, Tables, same, same_mut,
+};
 use crate::element::{Dtype, Element};
 use crate::rope::Layout;
-use crate::trig::{C1, C2, C3, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI};
+use crate::sinusoidal::SinusoidalLayout;
+use crate::trig::{
+    self, C1, C2, C3, DC, DS, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI,
+};
 use core::marker::PhantomData;
 
 /// The vector operations the kernels need. `F` has `LANES` f32 lanes; `D` has `LANES / 2`
@@ -60,6 +66,10 @@ pub(crate) trait Isa: Copy {
     unsafe fn dmul(a: Self::D, b: Self::D) -> Self::D;
     /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
     unsafe fn narrow(lo: Self::D, hi: Self::D) -> Self::F;
+    /// Rounds two f64 vectors to f32 and interleaves them: `[s0, c0, s1, c1, …]`.
+    unsafe fn narrow_interleave(s: Self::D, c: Self::D) -> Self::F;
+    /// [`Isa::quadrant`] on f64 lanes: `k` in the low mantissa bits of each lane of `y`.
+    unsafe fn dquadrant(y: Self::D, s: Self::D, c: Self::D) -> (Self::D, Self::D);
 
     /// `LANES / 2` f32 from `src[..LANES / 2]`, widened to f64.
     unsafe fn load_widen(src: &[f32]) -> Self::D;
@@ -104,6 +114,8 @@ pub(crate) trait Isa: Copy {
     unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]) {
         Self::st_bf16(v, dst[..Self::LANES].as_mut_ptr())
     }
+    /// `LANES / 2` f64 to `dst[..LANES / 2]`.
+    unsafe fn store_d(v: Self::D, dst: &mut [f64]);
     /// `LANES / 2` i32 from `src[..LANES / 2]`, widened to f64 (exact).
     unsafe fn load_i32_widen(src: &[i32]) -> Self::D;
     /// Rounds to f16 and back (nearest even), like a store and a load.
@@ -171,6 +183,141 @@ unsafe fn sin_cos<I: Isa>(lo: I::D, hi: I::D) -> (I::F, I::F) {
     let r = I::narrow(rl, rh);
     let (s, c) = poly::<I>(r, I::mul(r, r));
     I::quadrant(yl, yh, s, c)
+}
+
+/// Lane version of [`trig::sin_cos_f64`]: `(sin, cos)` of f64 angles in f64, the same
+/// operations in the same order (no fusing).
+#[inline(always)]
+unsafe fn sin_cos64<I: Isa>(a: I::D) -> (I::D, I::D) {
+    let k = I::dsplat;
+    let (r, y) = reduce::<I>(a);
+    let z = I::dmul(r, r);
+    let w = I::dmul(z, z);
+    // DS1 + z·(DS2 + z·DS3) + z·w·(DS4 + z·DS5)
+    let sr = I::dadd(
+        I::dadd(
+            k(DS[1]),
+            I::dmul(z, I::dadd(k(DS[2]), I::dmul(z, k(DS[3])))),
+        ),
+        I::dmul(I::dmul(z, w), I::dadd(k(DS[4]), I::dmul(z, k(DS[5])))),
+    );
+    // r + z·r·(DS0 + z·sr)
+    let s = I::dadd(r, I::dmul(I::dmul(z, r), I::dadd(k(DS[0]), I::dmul(z, sr))));
+    // z·(DC0 + z·(DC1 + z·DC2)) + w·w·(DC3 + z·(DC4 + z·DC5))
+    let c_lo = I::dadd(k(DC[1]), I::dmul(z, k(DC[2])));
+    let c_hi = I::dadd(k(DC[4]), I::dmul(z, k(DC[5])));
+    let cr = I::dadd(
+        I::dmul(z, I::dadd(k(DC[0]), I::dmul(z, c_lo))),
+        I::dmul(I::dmul(w, w), I::dadd(k(DC[3]), I::dmul(z, c_hi))),
+    );
+    // (1 − z/2) + (((1 − (1 − z/2)) − z/2) + z·cr)
+    let hz = I::dmul(k(0.5), z);
+    let one_hz = I::dsub(k(1.0), hz);
+    let tail = I::dadd(I::dsub(I::dsub(k(1.0), one_hz), hz), I::dmul(z, cr));
+    let c = I::dadd(one_hz, tail);
+    I::dquadrant(y, s, c)
+}
+
+/// `LANES` f64 from `v[k..]` as two halves.
+#[inline(always)]
+unsafe fn load2<I: Isa>(v: &[f64], k: usize) -> (I::D, I::D) {
+    let h = I::LANES / 2;
+    (I::load_d(&v[k..k + h]), I::load_d(&v[k + h..k + 2 * h]))
+}
+
+/// Two halves to `v[k..k + LANES]`.
+#[inline(always)]
+unsafe fn store2<I: Isa>(lo: I::D, hi: I::D, v: &mut [f64], k: usize) {
+    let h = I::LANES / 2;
+    I::store_d(lo, &mut v[k..k + h]);
+    I::store_d(hi, &mut v[k + h..k + 2 * h]);
+}
+
+/// [`trig::rotate64`] on lanes: `(s·rc + c·rs, c·rc − s·rs)`, unfused.
+#[inline(always)]
+unsafe fn rotate64<I: Isa>(s: I::D, c: I::D, rs: I::D, rc: I::D) -> (I::D, I::D) {
+    (
+        I::dadd(I::dmul(s, rc), I::dmul(c, rs)),
+        I::dsub(I::dmul(c, rc), I::dmul(s, rs)),
+    )
+}
+
+/// One strip of `LANES` pairs (from pair `i`) of one sinusoidal row: sines `s_lo ‖ s_hi`,
+/// cosines `c_lo ‖ c_hi` in f64, rounded to f32 and then to `T`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn write_strip<I: Isa, T: Element>(
+    row: &mut [T],
+    layout: SinusoidalLayout,
+    pairs: usize,
+    i: usize,
+    s_lo: I::D,
+    s_hi: I::D,
+    c_lo: I::D,
+    c_hi: I::D,
+) {
+    let l = I::LANES;
+    match layout {
+        SinusoidalLayout::Interleaved => {
+            store::<I, T>(I::narrow_interleave(s_lo, c_lo), &mut row[2 * i..]);
+            store::<I, T>(I::narrow_interleave(s_hi, c_hi), &mut row[2 * i + l..]);
+        }
+        SinusoidalLayout::Split => {
+            store::<I, T>(I::narrow(s_lo, s_hi), &mut row[i..]);
+            store::<I, T>(I::narrow(c_lo, c_hi), &mut row[pairs + i..]);
+        }
+        SinusoidalLayout::SplitCosFirst => {
+            store::<I, T>(I::narrow(c_lo, c_hi), &mut row[i..]);
+            store::<I, T>(I::narrow(s_lo, s_hi), &mut row[pairs + i..]);
+        }
+    }
+}
+
+/// Rows per stream in one pass of the recurrence over a chunk.
+const PASS: usize = 2;
+
+/// The layout with index `L` (a const parameter, so each pass is monomorphised per layout).
+#[inline(always)]
+const fn layout_of(l: u8) -> SinusoidalLayout {
+    match l {
+        0 => SinusoidalLayout::Interleaved,
+        1 => SinusoidalLayout::Split,
+        _ => SinusoidalLayout::SplitCosFirst,
+    }
+}
+
+/// One full pass of the recurrence: `blk` holds `STREAMS·PASS` consecutive rows, row
+/// `g·STREAMS + q` on stream `q` after `g` more steps; strips `k0 .. kend` (multiples of
+/// `LANES`) of the chunk, each stream's state loaded from and stored back to `ss`/`cc`.
+#[inline(always)]
+unsafe fn sin_pass<I: Isa, T: Element, const L: u8>(
+    blk: &mut [T],
+    ch: &SinChunk<'_>,
+    k0: usize,
+    kend: usize,
+    ss: &mut [[f64; SIN_CHUNK]; STREAMS],
+    cc: &mut [[f64; SIN_CHUNK]; STREAMS],
+) {
+    let (l, d, pairs) = (I::LANES, ch.d, ch.pairs);
+    let layout = layout_of(L);
+    let blk = &mut blk[..STREAMS * PASS * d];
+    for k in (k0..kend).step_by(l) {
+        let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[STREAMS - 1], k);
+        let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[STREAMS - 1], k);
+        let i = ch.i0 + k;
+        for q in 0..STREAMS {
+            let (mut s_lo, mut s_hi) = load2::<I>(&ss[q], k);
+            let (mut c_lo, mut c_hi) = load2::<I>(&cc[q], k);
+            for g in 0..PASS {
+                let row = &mut blk[(g * STREAMS + q) * d..];
+                write_strip::<I, T>(row, layout, pairs, i, s_lo, s_hi, c_lo, c_hi);
+                (s_lo, c_lo) = rotate64::<I>(s_lo, c_lo, rs_lo, rc_lo);
+                (s_hi, c_hi) = rotate64::<I>(s_hi, c_hi, rs_hi, rc_hi);
+            }
+            store2::<I>(s_lo, s_hi, &mut ss[q], k);
+            store2::<I>(c_lo, c_hi, &mut cc[q], k);
+        }
+    }
 }
 
 /// `v` rounded to `T` and widened back.
@@ -362,10 +509,14 @@ impl<I: Isa> Kernels for Tier<I> {
             let mut k = 0;
             while k < n {
                 let m = l.min(n - k);
-                let wt = pad(&w[k..k + m]);
-                let lo = I::dmul(pv, I::load_d(&wt[..h]));
-                let hi = I::dmul(pv, I::load_d(&wt[h..l]));
-                let (s, c) = sin_cos::<I>(lo, hi);
+                let (lo, hi) = if m == l {
+                    let w = &w[k..k + l];
+                    (I::load_d(&w[..h]), I::load_d(&w[h..]))
+                } else {
+                    let wt = pad(&w[k..k + m]);
+                    (I::load_d(&wt[..h]), I::load_d(&wt[h..l]))
+                };
+                let (s, c) = sin_cos::<I>(I::dmul(pv, lo), I::dmul(pv, hi));
                 if m == l {
                     I::store_f32(s, &mut sin[k..k + l]);
                     I::store_f32(c, &mut cos[k..k + l]);
@@ -378,6 +529,110 @@ impl<I: Isa> Kernels for Tier<I> {
                 }
                 k += m;
             }
+        }
+    }
+
+    #[inline(always)]
+    fn sin_cos_f64_wide(p: f64, w: &[f64], sin: &mut [f64], cos: &mut [f64]) {
+        let h = I::LANES / 2;
+        let n = w.len();
+        let nh = n / h * h;
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            let pv = I::dsplat(p);
+            for k in (0..nh).step_by(h) {
+                let (s, c) = sin_cos64::<I>(I::dmul(pv, I::load_d(&w[k..k + h])));
+                I::store_d(s, &mut sin[k..k + h]);
+                I::store_d(c, &mut cos[k..k + h]);
+            }
+        }
+        // The same operations lane by lane.
+        for k in nh..n {
+            (sin[k], cos[k]) = trig::sin_cos_f64(p * w[k]);
+        }
+    }
+
+    #[inline(always)]
+    fn sin_rows<T: Element>(
+        rows: &mut [T],
+        ch: &SinChunk<'_>,
+        k0: usize,
+        k1: usize,
+        j0: usize,
+        j1: usize,
+    ) {
+        let l = I::LANES;
+        let d = ch.d;
+        let last = STREAMS - 1;
+        let kend = k0 + (k1 - k0) / l * l;
+        // The state of every stream, f64, for the chunk's full strips of LANES pairs.
+        let mut ss = [[0.0f64; SIN_CHUNK]; STREAMS];
+        let mut cc = [[0.0f64; SIN_CHUNK]; STREAMS];
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            for k in (k0..kend).step_by(l) {
+                let (as_lo, as_hi) = load2::<I>(ch.s, k);
+                let (ac_lo, ac_hi) = load2::<I>(ch.c, k);
+                store2::<I>(as_lo, as_hi, &mut ss[0], k);
+                store2::<I>(ac_lo, ac_hi, &mut cc[0], k);
+                for q in 1..STREAMS {
+                    let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[q - 1], k);
+                    let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[q - 1], k);
+                    let (s_lo, c_lo) = rotate64::<I>(as_lo, ac_lo, rs_lo, rc_lo);
+                    let (s_hi, c_hi) = rotate64::<I>(as_hi, ac_hi, rs_hi, rc_hi);
+                    store2::<I>(s_lo, s_hi, &mut ss[q], k);
+                    store2::<I>(c_lo, c_hi, &mut cc[q], k);
+                }
+            }
+            // Rows in passes of STREAMS·PASS, each pass across the chunk's strips, so the
+            // rows are written left to right and each stream's state makes one round trip
+            // through L1 per PASS rows of it.
+            let pass = STREAMS * PASS;
+            let mut j = 0;
+            while j < j1 {
+                if j >= j0 && j + pass <= j1 {
+                    let blk = &mut rows[(j - j0) * d..(j - j0 + pass) * d];
+                    let (ss, cc) = (&mut ss, &mut cc);
+                    match ch.layout {
+                        SinusoidalLayout::Interleaved => {
+                            sin_pass::<I, T, 0>(blk, ch, k0, kend, ss, cc)
+                        }
+                        SinusoidalLayout::Split => sin_pass::<I, T, 1>(blk, ch, k0, kend, ss, cc),
+                        SinusoidalLayout::SplitCosFirst => {
+                            sin_pass::<I, T, 2>(blk, ch, k0, kend, ss, cc)
+                        }
+                    }
+                } else {
+                    // A pass that starts before `j0` or ends past `j1`: step every row, write
+                    // the ones asked for.
+                    for k in (k0..kend).step_by(l) {
+                        let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[last], k);
+                        let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[last], k);
+                        let i = ch.i0 + k;
+                        for q in 0..STREAMS {
+                            let (mut s_lo, mut s_hi) = load2::<I>(&ss[q], k);
+                            let (mut c_lo, mut c_hi) = load2::<I>(&cc[q], k);
+                            for g in 0..PASS {
+                                let jj = j + g * STREAMS + q;
+                                if jj >= j0 && jj < j1 {
+                                    let row = &mut rows[(jj - j0) * d..(jj - j0 + 1) * d];
+                                    let (lay, pairs) = (ch.layout, ch.pairs);
+                                    write_strip::<I, T>(row, lay, pairs, i, s_lo, s_hi, c_lo, c_hi);
+                                }
+                                (s_lo, c_lo) = rotate64::<I>(s_lo, c_lo, rs_lo, rc_lo);
+                                (s_hi, c_hi) = rotate64::<I>(s_hi, c_hi, rs_hi, rc_hi);
+                            }
+                            store2::<I>(s_lo, s_hi, &mut ss[q], k);
+                            store2::<I>(c_lo, c_hi, &mut cc[q], k);
+                        }
+                    }
+                }
+                j += pass;
+            }
+        }
+        if kend < k1 {
+            // Fewer than LANES pairs left: the reference, which performs the same operations.
+            scalar::sin_rows(rows, ch, kend, k1, j0, j1);
         }
     }
 
