@@ -164,12 +164,11 @@ impl Isa for Avx512 {
     }
     #[inline(always)]
     unsafe fn ld_bf16(src: *const half::bf16) -> __m512 {
-        let w = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(src.cast())));
-        // Quiet signalling NaNs (set bit 22) exactly as `half::bf16::to_f32` does.
-        let abs = _mm512_and_si512(w, _mm512_set1_epi32(0x7fff_ffff));
-        let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
-        let w = _mm512_mask_or_epi32(w, nan, w, _mm512_set1_epi32(0x0040_0000));
-        _mm512_castsi512_ps(w)
+        // Signalling NaNs are not quieted here; see `avx2::ld_bf16` for why outputs are the
+        // same.
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(src.cast()),
+        )))
     }
     #[inline(always)]
     unsafe fn st_bf16(v: __m512, dst: *mut half::bf16) {

@@ -85,7 +85,8 @@ pub(crate) trait Isa: Copy {
     unsafe fn ld_f16(p: *const half::f16) -> Self::F;
     /// As [`Isa::st_f32`], rounding to f16 (nearest even).
     unsafe fn st_f16(v: Self::F, p: *mut half::f16);
-    /// As [`Isa::ld_f32`], widening bf16 (NaN quieted as `half` does).
+    /// As [`Isa::ld_f32`], widening bf16 (bits shifted into place; a signalling NaN stays
+    /// signalling until the first arithmetic operation quiets it).
     unsafe fn ld_bf16(p: *const half::bf16) -> Self::F;
     /// As [`Isa::st_f32`], rounding to bf16 exactly as `half::bf16::from_f32`.
     unsafe fn st_bf16(v: Self::F, p: *mut half::bf16);
