@@ -8,7 +8,9 @@
 //!
 //! Ids: `rope_par/f32/rotate_half/large_4096x32x128/{serial,threads_1,threads_2}`. After the
 //! criterion group it prints its own median-of-runs speedup of 2 threads over 1 (the ratio
-//! this bench exists for; the criterion numbers above it are the detailed ones).
+//! this bench exists for; the criterion numbers above it are the detailed ones), and the
+//! memory ceiling over the same bytes on one and on two threads: how much two threads can
+//! gain at all on this machine for a memory-bound pass.
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group};
 use posenc::{Backend, Layout, Rope, RopeConfig};
@@ -115,5 +117,30 @@ fn main() {
         })
         .collect();
     c.sort();
-    println!("memory ceiling (one thread, same bytes): {:.2?}", c[15]);
+    // The same pass split in two halves on two threads: the most two threads can gain on
+    // this machine for a memory-bound call.
+    let p = pool(2);
+    let mut c2: Vec<Duration> = (0..31)
+        .map(|_| {
+            let mid = k.x.len() / 2;
+            let (a, b) = k.x.split_at_mut(mid);
+            let s = Instant::now();
+            let (ra, rb) = p.install(|| {
+                rayon::join(
+                    || posenc::memory_ceiling_pass(Backend::active(), black_box(a), 1.0, 0.0),
+                    || posenc::memory_ceiling_pass(Backend::active(), black_box(b), 1.0, 0.0),
+                )
+            });
+            ra.unwrap();
+            rb.unwrap();
+            s.elapsed()
+        })
+        .collect();
+    c2.sort();
+    println!(
+        "memory ceiling, same bytes: one thread {:.2?}, two threads {:.2?} ({:.2}×)",
+        c[15],
+        c2[15],
+        c[15].as_secs_f64() / c2[15].as_secs_f64()
+    );
 }

@@ -2,9 +2,15 @@
 //! (tokens × 32 heads × 128), the active backend's `apply` and `posenc::memory_ceiling_pass`
 //! over the same bytes are timed alternately (41 rounds; each round long enough to be
 //! measurable), so both see the same machine state, and the medians are printed with their
-//! ratio. `cargo bench --bench ratio`; the README's speed table comes from it.
+//! ratio. Then the same for `Sinusoidal::fill` of a 4096 × 512 table against a plain write of
+//! the same bytes (`slice::fill`). `cargo bench --bench ratio`; the README's speed tables come
+//! from it. For the default-vs-native comparison run it a second time with
+//! `RUSTFLAGS="-C target-cpu=native" cargo bench --bench ratio --target-dir target/native`.
 
-use posenc::{Backend, Element, Layout, Rope, RopeConfig, bf16, f16, memory_ceiling_pass};
+use posenc::{
+    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
+    memory_ceiling_pass,
+};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -41,6 +47,21 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> (f64, f64) {
     (median(tc) * per, median(tr) * per)
 }
 
+/// Returns (plain write, fill) in µs for a 4096 × 512 table.
+fn run_sin<T: Element>(layout: SinusoidalLayout) -> (f64, f64) {
+    let pe = Sinusoidal::new(512, 10_000.0, layout).unwrap();
+    let mut out: Vec<T> = vec![T::from_f32(0.0); 4096 * 512];
+    let v = T::from_f32(0.5);
+    let (mut tw, mut tf) = (vec![], vec![]);
+    for _ in 0..41 {
+        let mut write = || black_box(&mut out[..]).fill(v);
+        tw.push(time(&mut write, 4));
+        let mut fill = || pe.fill(black_box(&mut out[..]), black_box(0)).unwrap();
+        tf.push(time(&mut fill, 4));
+    }
+    (median(tw) * 1e6, median(tf) * 1e6)
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported here.
     println!(
@@ -64,5 +85,23 @@ fn main() {
                 ch / rh
             );
         }
+    }
+    println!();
+    println!("sinusoidal fill 4096 x 512 (rows 0..4096) vs a plain write of the same bytes, µs");
+    println!("| layout | f32 fill / write | f32 ratio | bf16 ratio | f16 ratio |");
+    println!("|---|---:|---:|---:|---:|");
+    for (layout, name) in [
+        (SinusoidalLayout::Interleaved, "interleaved"),
+        (SinusoidalLayout::Split, "split"),
+    ] {
+        let (w32, f32_) = run_sin::<f32>(layout);
+        let (wb, fb) = run_sin::<bf16>(layout);
+        let (wh, fh) = run_sin::<f16>(layout);
+        println!(
+            "| {name} | {f32_:.0} / {w32:.0} | {:.2} | {:.2} | {:.2} |",
+            w32 / f32_,
+            wb / fb,
+            wh / fh
+        );
     }
 }
