@@ -93,11 +93,7 @@ fn cpu_supports(b: Backend) -> bool {
 }
 
 fn available() -> Vec<Backend> {
-    Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect()
+    Backend::available().collect()
 }
 
 /// Fails if a backend the CPU supports reports itself unavailable (its tests would be

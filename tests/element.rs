@@ -8,11 +8,7 @@
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, apply_with_table_on, bf16, f16};
 
 fn available() -> Vec<Backend> {
-    Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect()
+    Backend::available().collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -67,11 +67,7 @@ fn check<T: Element>(
 }
 
 fn available() -> Vec<Backend> {
-    Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect()
+    Backend::available().collect()
 }
 
 #[test]

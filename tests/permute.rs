@@ -221,11 +221,7 @@ fn check_equivalence<T: Element>(
 }
 
 fn available() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
+    let v: Vec<Backend> = Backend::available().collect();
     assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
     v
 }

@@ -193,7 +193,7 @@ fn pairs(layout: Layout, rotary_dim: usize) -> impl Iterator<Item = (usize, usiz
 }
 
 fn available() -> impl Iterator<Item = Backend> {
-    Backend::ALL.iter().copied().filter(|b| b.is_available())
+    Backend::available()
 }
 
 /// (head_dim, rotary_dim): full and partial rotary, pair counts below, at and across the

@@ -23,7 +23,7 @@ pub fn config() -> Criterion {
 /// Every backend this build knows that can run on this CPU, in `Backend::ALL` order, so new
 /// tiers show up in the benches without edits here.
 pub fn backends() -> impl Iterator<Item = Backend> {
-    Backend::ALL.iter().copied().filter(|b| b.is_available())
+    Backend::available()
 }
 
 /// Deterministic values uniform in `[lo, hi)` (splitmix64), the same on every run.

@@ -56,6 +56,17 @@ impl Backend {
         Backend::Avx512,
     ];
 
+    /// Every backend that can run here, in [`Backend::ALL`] order: what a test or a benchmark
+    /// that compares backends should iterate over.
+    ///
+    /// ```
+    /// let here: Vec<posenc::Backend> = posenc::Backend::available().collect();
+    /// assert!(here.contains(&posenc::Backend::Scalar) && here.contains(&posenc::Backend::active()));
+    /// ```
+    pub fn available() -> impl Iterator<Item = Backend> {
+        Backend::ALL.iter().copied().filter(|b| b.is_available())
+    }
+
     /// The backend posenc picks for this CPU: the fastest available (AVX-512, then AVX2,
     /// then portable). Detected once per process and cached; with `std` at run time, without
     /// `std` from the compile-time target features.
