@@ -87,6 +87,7 @@ impl Sinusoidal {
             den: pairs as f64,
             layout,
             padding: None,
+            freq: [0.0; arch::SIN_CACHE],
         }))
     }
 
@@ -125,6 +126,7 @@ impl Sinusoidal {
             den: (pairs - 1) as f64,
             layout: SinusoidalLayout::Split,
             padding,
+            freq: [0.0; arch::SIN_CACHE],
         }))
     }
 
@@ -153,12 +155,13 @@ impl Sinusoidal {
             den: pairs as f64,
             layout: SinusoidalLayout::SplitCosFirst,
             padding: None,
+            freq: [0.0; arch::SIN_CACHE],
         }))
     }
 
     fn from_spec(spec: SinSpec) -> Sinusoidal {
         Sinusoidal {
-            spec,
+            spec: spec.with_frequencies(),
             backend: Backend::active(),
         }
     }

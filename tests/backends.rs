@@ -817,7 +817,7 @@ fn sinusoidal_one<T: Dt>(d: usize, layout: SinusoidalLayout, rng: &mut Rng) {
     }
 }
 
-/// Sinusoidal fill / fill_positions / add on every backend vs Scalar, bitwise, both layouts,
+/// Sinusoidal fill / fill_positions / add on every backend vs Scalar, bitwise, every layout,
 /// three dtypes, every even d_model up to 72 and around 128 and 512.
 #[test]
 fn sinusoidal_vs_scalar() {
@@ -826,7 +826,11 @@ fn sinusoidal_vs_scalar() {
         .step_by(2)
         .chain([126, 128, 130, 254, 510, 512, 514]);
     for d in dims {
-        for layout in [SinusoidalLayout::Interleaved, SinusoidalLayout::Split] {
+        for layout in [
+            SinusoidalLayout::Interleaved,
+            SinusoidalLayout::Split,
+            SinusoidalLayout::SplitCosFirst,
+        ] {
             sinusoidal_one::<f32>(d, layout, &mut rng);
             sinusoidal_one::<f16>(d, layout, &mut rng);
             sinusoidal_one::<bf16>(d, layout, &mut rng);

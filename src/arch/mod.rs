@@ -299,6 +299,22 @@ pub(crate) trait Kernels {
     ) {
         scalar::sin_rows(rows, ch, k0, k1, j0, j1)
     }
+    /// Writes (or adds) sin/cos of pairs `i0 .. i0 + sin.len()` into one sinusoidal row
+    /// ([`scalar::write_sinusoid`], which a backend may vectorise with the same operations:
+    /// one f32 add when adding, one rounding to `T`).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn write_sinusoid<T: Element>(
+        row: &mut [T],
+        layout: SinusoidalLayout,
+        pairs: usize,
+        i0: usize,
+        sin: &[f32],
+        cos: &[f32],
+        add: bool,
+    ) {
+        scalar::write_sinusoid(row, layout, pairs, i0, sin, cos, add)
+    }
     /// Lays out one chunk's cos/sin for `layout` (see [`Tables`]).
     #[inline(always)]
     fn prepare(layout: Layout, cos: &[f32], sin: &[f32], tab: &mut Tables) {
@@ -606,7 +622,7 @@ impl Rows<'_> {
 
 /// What a sinusoidal table is: `pairs` frequencies `ω_i = base^(−i/den)` (f64), laid out in
 /// a row of `d_model` values (a last odd column stays zero), an optional all-zero padding row.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub(crate) struct SinSpec {
     pub d_model: usize,
     pub pairs: usize,
@@ -614,6 +630,51 @@ pub(crate) struct SinSpec {
     pub den: f64,
     pub layout: SinusoidalLayout,
     pub padding: Option<i32>,
+    /// The frequencies, [`sin_frequencies`]`(base, den, 0, ..)`, when `pairs ≤ SIN_CACHE`
+    /// (zeros otherwise); see [`SinSpec::with_frequencies`].
+    pub freq: [f64; SIN_CACHE],
+}
+
+/// Frequencies a [`SinSpec`] keeps (d_model ≤ 512): a one-row `add` at decode spent ~60% of
+/// its instructions in the 33 `pow` calls of [`sin_frequencies`] (d_model 512), so they are
+/// computed once, at construction, for the common widths. 2 KiB in the encoder.
+pub(crate) const SIN_CACHE: usize = 256;
+
+/// Without the cached frequencies (a function of the other fields).
+impl core::fmt::Debug for SinSpec {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SinSpec")
+            .field("d_model", &self.d_model)
+            .field("pairs", &self.pairs)
+            .field("base", &self.base)
+            .field("den", &self.den)
+            .field("layout", &self.layout)
+            .field("padding", &self.padding)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SinSpec {
+    /// `self` with [`SinSpec::freq`] filled (when `pairs ≤ SIN_CACHE`).
+    pub(crate) fn with_frequencies(mut self) -> SinSpec {
+        self.freq = [0.0; SIN_CACHE];
+        if self.pairs <= SIN_CACHE {
+            sin_frequencies(self.base, self.den, 0, &mut self.freq[..self.pairs]);
+        }
+        self
+    }
+
+    /// `ω_{i0 + k}` for `k < out.len()`: from the cache, or computed. Bitwise the same
+    /// either way: `sin_frequencies` restarts its `pow` every 8 indices counted from 0, so
+    /// one call over `0 .. pairs` gives the values of calls per chunk.
+    #[inline]
+    pub(crate) fn frequencies(&self, i0: usize, out: &mut [f64]) {
+        if self.pairs <= SIN_CACHE {
+            out.copy_from_slice(&self.freq[i0..i0 + out.len()]);
+        } else {
+            sin_frequencies(self.base, self.den, i0, out);
+        }
+    }
 }
 
 /// The frequencies `ω_{i0 + k} = base^(−(i0 + k)/den)` for `k < out.len()`, in f64: every
@@ -706,7 +767,7 @@ fn sinusoidal_run<K: Kernels, T: Element>(out: &mut [T], spec: &SinSpec, first: 
     let mut i0 = 0;
     while i0 < spec.pairs {
         let n = SIN_CHUNK.min(spec.pairs - i0);
-        sin_frequencies(spec.base, spec.den, i0, &mut w[..n]);
+        spec.frequencies(i0, &mut w[..n]);
         for q in 0..STREAMS {
             let (sq, cq) = (&mut steps.s[q][..n], &mut steps.c[q][..n]);
             K::sin_cos_f64_wide((q + 1) as f64, &w[..n], sq, cq);
@@ -766,7 +827,7 @@ pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
             let mut i0 = 0;
             while i0 < spec.pairs {
                 let n = CHUNK.min(spec.pairs - i0);
-                sin_frequencies(spec.base, spec.den, i0, &mut w[..n]);
+                spec.frequencies(i0, &mut w[..n]);
                 for (r, row) in out.chunks_exact_mut(d).enumerate() {
                     let (p, pad) = rows.position(r, spec.padding);
                     let (s, c) = if pad {
@@ -775,7 +836,7 @@ pub(crate) fn sinusoidal_with<K: Kernels, T: Element>(
                         K::sin_cos_f64(p, &w[..n], &mut sbuf[..n], &mut cbuf[..n]);
                         (&sbuf[..n], &cbuf[..n])
                     };
-                    scalar::write_sinusoid(row, spec.layout, spec.pairs, i0, s, c, add);
+                    K::write_sinusoid(row, spec.layout, spec.pairs, i0, s, c, add);
                 }
                 i0 += n;
             }

@@ -274,6 +274,14 @@ unsafe fn write_strip<I: Isa, T: Element>(
     }
 }
 
+/// Stores `v` at `dst[..LANES]` as `T`, or adds it to what is there (one f32 add, one
+/// rounding: `scalar::write_sinusoid`'s operations).
+#[inline(always)]
+unsafe fn put<I: Isa, T: Element>(v: I::F, dst: &mut [T], add: bool) {
+    let v = if add { I::add(load::<I, T>(dst), v) } else { v };
+    store::<I, T>(v, dst);
+}
+
 /// Rows per stream in one pass of the recurrence over a chunk.
 const PASS: usize = 2;
 
@@ -634,6 +642,47 @@ impl<I: Isa> Kernels for Tier<I> {
         if kend < k1 {
             // Fewer than LANES pairs left: the reference, which performs the same operations.
             scalar::sin_rows(rows, ch, kend, k1, j0, j1);
+        }
+    }
+
+    #[inline(always)]
+    fn write_sinusoid<T: Element>(
+        row: &mut [T],
+        layout: SinusoidalLayout,
+        pairs: usize,
+        i0: usize,
+        sin: &[f32],
+        cos: &[f32],
+        add: bool,
+    ) {
+        let l = I::LANES;
+        let n = sin.len();
+        let nl = n / l * l;
+        // SAFETY: as in `cos_sin`.
+        unsafe {
+            for k in (0..nl).step_by(l) {
+                let (s, c) = (I::load_f32(&sin[k..]), I::load_f32(&cos[k..]));
+                let i = i0 + k;
+                match layout {
+                    SinusoidalLayout::Interleaved => {
+                        let (a, b) = I::zip(s, c);
+                        put::<I, T>(a, &mut row[2 * i..], add);
+                        put::<I, T>(b, &mut row[2 * i + l..], add);
+                    }
+                    SinusoidalLayout::Split => {
+                        put::<I, T>(s, &mut row[i..], add);
+                        put::<I, T>(c, &mut row[pairs + i..], add);
+                    }
+                    SinusoidalLayout::SplitCosFirst => {
+                        put::<I, T>(c, &mut row[i..], add);
+                        put::<I, T>(s, &mut row[pairs + i..], add);
+                    }
+                }
+            }
+        }
+        if nl < n {
+            let (s, c) = (&sin[nl..], &cos[nl..]);
+            super::scalar::write_sinusoid(row, layout, pairs, i0 + nl, s, c, add);
         }
     }
 
