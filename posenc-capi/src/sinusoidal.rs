@@ -1,7 +1,9 @@
 //! Sinusoidal position tables ("Attention Is All You Need").
 //!
-//! No handle: a `posenc::Sinusoidal` is only validated parameters (its frequencies are formed
-//! per call), so each function takes `d_model`, `base` and `layout` directly.
+//! No handle: each function takes `d_model`, `base` and `layout` directly and builds the
+//! `posenc::Sinusoidal` per call. Building it forms its frequencies (for `d_model ≤ 512` the
+//! Rust encoder keeps them, so Rust callers pay that once), which is the dominant cost of a
+//! one-row `add` from C: ~33 `pow` calls at `d_model = 512`. A handle type would remove it.
 
 use crate::error::{Fail, run};
 use crate::raw::Raw;
