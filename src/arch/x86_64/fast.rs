@@ -108,8 +108,13 @@ pub(super) unsafe fn rope<I: Isa, T: Element>(
 /// span, because it drops the per-access bounds checks.
 #[inline(always)]
 fn in_bounds(span: &Span, tokens: usize, rd: usize, len: usize) -> bool {
-    if tokens == 0 || span.n_heads == 0 {
+    if tokens == 0 {
         return true;
+    }
+    if span.n_heads == 0 {
+        // Never validated through (no entry point accepts zero heads), and the loops would
+        // still form the span's base pointer: let the generic driver have it.
+        return false;
     }
     let end = (tokens - 1)
         .checked_mul(span.token_stride)
