@@ -264,9 +264,10 @@ impl<I: Isa> Run<'_, I> {
                     let mut h = 0;
                     while h + 1 < n {
                         let p0 = base.add(h * hs);
-                        if IL {
-                            // Interleaved heads one at a time: two at once measured 2× slower
-                            // at 4096 tokens (DRAM) and no faster elsewhere.
+                        if IL && tokens > 1 {
+                            // Interleaved heads one at a time when streaming: two at once
+                            // measured 2× slower at 512–4096 tokens. A single token is in
+                            // L1, where sharing the table loads pays.
                             self.rotate2::<T, IL>(p0, None, cur);
                             self.rotate2::<T, IL>(p0.add(hs), None, cur);
                         } else {
