@@ -57,9 +57,10 @@ pub(crate) fn poly(r: f32) -> (f32, f32) {
     (s, c)
 }
 
-/// Applies the quadrant `q` to the polynomial values.
+/// Applies the quadrant `q` to the polynomial values (f32 for [`sin_cos`], f64 for
+/// [`sin_cos_f64`]).
 #[inline(always)]
-pub(crate) fn quadrant(q: f64, s: f32, c: f32) -> (f32, f32) {
+pub(crate) fn quadrant<F: Copy + core::ops::Neg<Output = F>>(q: f64, s: F, c: F) -> (F, F) {
     let odd = q == 1.0 || q == 3.0;
     let (s, c) = if odd { (c, s) } else { (s, c) };
     let s = if q >= 2.0 { -s } else { s };
@@ -129,11 +130,7 @@ pub(crate) fn poly64(r: f64) -> (f64, f64) {
 pub(crate) fn sin_cos_f64(angle: f64) -> (f64, f64) {
     let (r, q) = reduce(angle);
     let (s, c) = poly64(r);
-    let odd = q == 1.0 || q == 3.0;
-    let (s, c) = if odd { (c, s) } else { (s, c) };
-    let s = if q >= 2.0 { -s } else { s };
-    let c = if q == 1.0 || q == 2.0 { -c } else { c };
-    (s, c)
+    quadrant(q, s, c)
 }
 
 /// One step of the sinusoidal recurrence: `(s, c)` rotated by the angle whose sine and
