@@ -27,9 +27,9 @@
 //! as `Tier::rot` with `Rounding::Once`. `tests/fast_path.rs` checks that bit for bit.
 #![allow(unsafe_op_in_unsafe_fn)]
 
-use super::{Isa, sin_cos};
+use super::{Isa, ld, sin_cos, st};
 use crate::arch::{Angles, Job, Positions, Rounding, Span, Target};
-use crate::element::{Dtype, Element};
+use crate::element::Element;
 use crate::rope::Layout;
 use core::mem::MaybeUninit;
 
@@ -128,33 +128,6 @@ fn in_bounds(span: &Span, tokens: usize, rd: usize, len: usize) -> bool {
     end.is_some_and(|e| e <= len)
 }
 
-/// `LANES` values of `T` at `p`, as f32.
-///
-/// # Safety
-/// `p .. p + LANES` is readable; the tier's features.
-#[inline(always)]
-unsafe fn ld<I: Isa, T: Element>(p: *const T) -> I::F {
-    // `Element` is sealed to exactly these three types, so `T::DTYPE` names `T`.
-    match T::DTYPE {
-        Dtype::F32 => I::ld_f32(p.cast()),
-        Dtype::F16 => I::ld_f16(p.cast()),
-        Dtype::Bf16 => I::ld_bf16(p.cast()),
-    }
-}
-
-/// Stores `LANES` f32 lanes at `p` as `T`, rounding once.
-///
-/// # Safety
-/// `p .. p + LANES` is writable; the tier's features.
-#[inline(always)]
-unsafe fn st<I: Isa, T: Element>(v: I::F, p: *mut T) {
-    match T::DTYPE {
-        Dtype::F32 => I::st_f32(v, p.cast()),
-        Dtype::F16 => I::st_f16(v, p.cast()),
-        Dtype::Bf16 => I::st_bf16(v, p.cast()),
-    }
-}
-
 /// One rotate_half vector pair at `a` and `b`: `Tier::rot_half_block` with
 /// `Rounding::Once` (`x·c − y·s`, `y·c + x·s`, one rounding each).
 ///
@@ -206,27 +179,21 @@ impl<I: Isa> Run<'_, I> {
         let l = I::LANES;
         let k = b * l;
         let (c, s) = self.cos_sin(p, b);
+        assert!(2 * k + 2 * l <= 2 * MAX_HALF); // `k + l ≤ half ≤ MAX_HALF`
+        // SAFETY (the stores below): in bounds of the arrays (asserted).
+        let (tc, ts) = (
+            tab.c.as_mut_ptr().cast::<f32>(),
+            tab.s.as_mut_ptr().cast::<f32>(),
+        );
         if IL {
             // Expanded as `Tables`: [c0, c0, c1, c1, …], [−s0, s0, −s1, s1, …].
             let (c0, c1) = I::zip(c, c);
             let (s0, s1) = I::zip(I::neg(s), s);
-            assert!(2 * k + 2 * l <= 2 * MAX_HALF);
-            // SAFETY: in bounds of the arrays (asserted; `k + l ≤ half ≤ MAX_HALF`).
-            let (tc, ts) = (
-                tab.c.as_mut_ptr().cast::<f32>(),
-                tab.s.as_mut_ptr().cast::<f32>(),
-            );
             I::st_f32(c0, tc.add(2 * k));
             I::st_f32(c1, tc.add(2 * k + l));
             I::st_f32(s0, ts.add(2 * k));
             I::st_f32(s1, ts.add(2 * k + l));
         } else {
-            assert!(k + l <= 2 * MAX_HALF);
-            // SAFETY: in bounds of the arrays (asserted).
-            let (tc, ts) = (
-                tab.c.as_mut_ptr().cast::<f32>(),
-                tab.s.as_mut_ptr().cast::<f32>(),
-            );
             I::st_f32(c, tc.add(k));
             I::st_f32(s, ts.add(k));
         }

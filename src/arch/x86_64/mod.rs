@@ -22,9 +22,7 @@ pub(crate) mod avx512;
 mod fast;
 
 use super::scalar;
-use super::{
-    Kernels, MAX_LANES, Pos, Rounding, SIN_CHUNK, STREAMS, SinChunk, Tables, same, same_mut,
-};
+use super::{Kernels, MAX_LANES, Pos, Rounding, SIN_CHUNK, STREAMS, SinChunk, Tables};
 use crate::element::{Dtype, Element};
 use crate::rope::Layout;
 use crate::sinusoidal::SinusoidalLayout;
@@ -99,22 +97,6 @@ pub(crate) trait Isa: Copy {
     unsafe fn store_f32(v: Self::F, dst: &mut [f32]) {
         Self::st_f32(v, dst[..Self::LANES].as_mut_ptr())
     }
-    #[inline(always)]
-    unsafe fn load_f16(src: &[half::f16]) -> Self::F {
-        Self::ld_f16(src[..Self::LANES].as_ptr())
-    }
-    #[inline(always)]
-    unsafe fn store_f16(v: Self::F, dst: &mut [half::f16]) {
-        Self::st_f16(v, dst[..Self::LANES].as_mut_ptr())
-    }
-    #[inline(always)]
-    unsafe fn load_bf16(src: &[half::bf16]) -> Self::F {
-        Self::ld_bf16(src[..Self::LANES].as_ptr())
-    }
-    #[inline(always)]
-    unsafe fn store_bf16(v: Self::F, dst: &mut [half::bf16]) {
-        Self::st_bf16(v, dst[..Self::LANES].as_mut_ptr())
-    }
     /// `LANES / 2` f64 to `dst[..LANES / 2]`.
     unsafe fn store_d(v: Self::D, dst: &mut [f64]);
     /// `LANES / 2` i32 from `src[..LANES / 2]`, widened to f64 (exact).
@@ -125,24 +107,50 @@ pub(crate) trait Isa: Copy {
     unsafe fn round_bf16(v: Self::F) -> Self::F;
 }
 
-/// Loads `LANES` elements of any dtype as f32.
+/// `LANES` values of `T` at `p`, as f32.
+///
+/// # Safety
+/// `p .. p + LANES` is readable; the tier's features.
 #[inline(always)]
-unsafe fn load<I: Isa, T: Element>(src: &[T]) -> I::F {
+unsafe fn ld<I: Isa, T: Element>(p: *const T) -> I::F {
     match T::DTYPE {
-        Dtype::F32 => I::load_f32(same(src)),
-        Dtype::F16 => I::load_f16(same(src)),
-        Dtype::Bf16 => I::load_bf16(same(src)),
+        Dtype::F32 => I::ld_f32(cast::<T, f32>(p)),
+        Dtype::F16 => I::ld_f16(cast::<T, half::f16>(p)),
+        Dtype::Bf16 => I::ld_bf16(cast::<T, half::bf16>(p)),
     }
 }
 
-/// Stores `LANES` f32 lanes as `T`, rounding once to nearest even.
+/// `p` as a pointer to `U`, which `T::DTYPE` says `T` is (`Element` is sealed to three
+/// types). Checked like `arch::same`, not assumed; the check folds away.
+#[inline(always)]
+fn cast<T: 'static, U: 'static>(p: *const T) -> *const U {
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    p.cast()
+}
+
+/// Stores `LANES` f32 lanes at `p` as `T`, rounding once to nearest even.
+///
+/// # Safety
+/// `p .. p + LANES` is writable; the tier's features.
+#[inline(always)]
+unsafe fn st<I: Isa, T: Element>(v: I::F, p: *mut T) {
+    match T::DTYPE {
+        Dtype::F32 => I::st_f32(v, cast::<T, f32>(p).cast_mut()),
+        Dtype::F16 => I::st_f16(v, cast::<T, half::f16>(p).cast_mut()),
+        Dtype::Bf16 => I::st_bf16(v, cast::<T, half::bf16>(p).cast_mut()),
+    }
+}
+
+/// [`ld`] from `src[..LANES]` (bounds-checked).
+#[inline(always)]
+unsafe fn load<I: Isa, T: Element>(src: &[T]) -> I::F {
+    ld::<I, T>(src[..I::LANES].as_ptr())
+}
+
+/// [`st`] to `dst[..LANES]` (bounds-checked).
 #[inline(always)]
 unsafe fn store<I: Isa, T: Element>(v: I::F, dst: &mut [T]) {
-    match T::DTYPE {
-        Dtype::F32 => I::store_f32(v, same_mut(dst)),
-        Dtype::F16 => I::store_f16(v, same_mut(dst)),
-        Dtype::Bf16 => I::store_bf16(v, same_mut(dst)),
-    }
+    st::<I, T>(v, dst[..I::LANES].as_mut_ptr())
 }
 
 /// Lane version of `trig::reduce`: the same operations in the same order (no fusing), so
