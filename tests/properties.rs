@@ -1091,21 +1091,7 @@ fn sinusoidal_accuracy_formula() {
                     .map(|&p| p as f64)
                     .zip(out.chunks(d))
                     .chain((0..64).map(|r| (first + r) as f64).zip(run.chunks(d)));
-                let mut worst = (0.0f64, 0.0, 0);
-                for (p, row) in rows {
-                    for (i, &wi) in w.iter().enumerate() {
-                        let (ts, tc) = (p * wi).sin_cos();
-                        let (is, ic) = match layout {
-                            SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
-                            SinusoidalLayout::Split => (i, half + i),
-                            SinusoidalLayout::SplitCosFirst => (half + i, i),
-                        };
-                        let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
-                        if e > worst.0 {
-                            worst = (e, p, i);
-                        }
-                    }
-                }
+                let worst = worst_vs_formula(rows, &w, layout);
                 println!(
                     "sinusoidal d {d} {layout:?} {backend:?}: worst {:.3e} at p {} pair {}",
                     worst.0, worst.1, worst.2
@@ -1122,6 +1108,32 @@ fn sinusoidal_accuracy_formula() {
         }
     }
     println!("sinusoidal worst overall: {overall:.3e} (contract {E:e})");
+}
+
+/// The worst |error| of sinusoidal rows `(position, row)` against the f64 formula
+/// `sin/cos(p·w[i])`, with the position and pair where it occurs.
+fn worst_vs_formula<'a>(
+    rows: impl Iterator<Item = (f64, &'a [f32])>,
+    w: &[f64],
+    layout: SinusoidalLayout,
+) -> (f64, f64, usize) {
+    let half = w.len();
+    let mut worst = (0.0f64, 0.0, 0);
+    for (p, row) in rows {
+        for (i, &wi) in w.iter().enumerate() {
+            let (ts, tc) = (p * wi).sin_cos();
+            let (is, ic) = match layout {
+                SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
+                SinusoidalLayout::Split => (i, half + i),
+                SinusoidalLayout::SplitCosFirst => (half + i, i),
+            };
+            let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
+            if e > worst.0 {
+                worst = (e, p, i);
+            }
+        }
+    }
+    worst
 }
 
 /// `fill` runs the f64 recurrence (anchored every 64 positions): long tables and large first
@@ -1146,21 +1158,9 @@ fn sinusoidal_fill_recurrence_accuracy() {
                 let pe = pe.with_backend(backend).unwrap();
                 let mut out = vec![f32::NAN; rows * d];
                 pe.fill(&mut out, first).unwrap();
-                let mut worst = (0.0f64, 0.0, 0);
-                for (r, row) in out.chunks(d).enumerate() {
-                    let p = first as f64 + r as f64;
-                    for (i, &wi) in w.iter().enumerate() {
-                        let (ts, tc) = (p * wi).sin_cos();
-                        let (is, ic) = match layout {
-                            SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
-                            _ => (i, half + i),
-                        };
-                        let e = (row[is] as f64 - ts).abs().max((row[ic] as f64 - tc).abs());
-                        if e > worst.0 {
-                            worst = (e, p, i);
-                        }
-                    }
-                }
+                let table = out.chunks(d).enumerate();
+                let table = table.map(|(r, row)| (first as f64 + r as f64, row));
+                let worst = worst_vs_formula(table, &w, layout);
                 println!(
                     "fill {rows}x{d} from {first} {layout:?} {backend:?}: worst {:.3e} at p {} pair {}",
                     worst.0, worst.1, worst.2
