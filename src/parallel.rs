@@ -76,20 +76,6 @@ where
     }
 }
 
-/// Renames the buffer a length error speaks of (as [`Rope::apply_qk`] does for `k`).
-fn rename(e: Error, what: &'static str) -> Error {
-    match e {
-        Error::LengthMismatch {
-            expected, actual, ..
-        } => Error::LengthMismatch {
-            what,
-            expected,
-            actual,
-        },
-        other => other,
-    }
-}
-
 /// The serial call on a piece the splitter made: its shape is valid by construction.
 #[inline]
 fn ok(r: Result<(), Error>) {
@@ -101,6 +87,26 @@ fn ok(r: Result<(), Error>) {
 }
 
 impl Rope {
+    /// `serial` (one of `apply`, `apply_inverse`, `shift`) on runs of rows of `x`, after the
+    /// same check `serial` makes, so the errors and the untouched-on-error rule are its own.
+    fn par_rows<T, F>(
+        &self,
+        x: &mut [T],
+        n_heads: usize,
+        per_token: &[i32],
+        serial: F,
+    ) -> Result<(), Error>
+    where
+        T: Element,
+        F: Fn(&Rope, &mut [T], usize, &[i32]) -> Result<(), Error> + Sync,
+    {
+        check_rows(x.len(), n_heads, self.head_dim(), per_token.len())?;
+        split_rows(x, n_heads, self.head_dim(), per_token, |x, h, p| {
+            ok(serial(self, x, h, p))
+        });
+        Ok(())
+    }
+
     /// [`Rope::apply`] on rayon's current thread pool: bitwise the same result, the same
     /// errors (checked before any work starts; `x` is untouched on error).
     ///
@@ -120,11 +126,7 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim(), positions.len())?;
-        split_rows(x, n_heads, self.head_dim(), positions, |x, h, p| {
-            ok(self.apply(x, h, p))
-        });
-        Ok(())
+        self.par_rows(x, n_heads, positions, Rope::apply)
     }
 
     /// [`Rope::apply_inverse`] on rayon's current thread pool: bitwise the same result, the
@@ -145,11 +147,7 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim(), positions.len())?;
-        split_rows(x, n_heads, self.head_dim(), positions, |x, h, p| {
-            ok(self.apply_inverse(x, h, p))
-        });
-        Ok(())
+        self.par_rows(x, n_heads, positions, Rope::apply_inverse)
     }
 
     /// [`Rope::shift`] on rayon's current thread pool (a whole KV cache moved at once):
@@ -170,11 +168,7 @@ impl Rope {
         n_heads: usize,
         deltas: &[i32],
     ) -> Result<(), Error> {
-        check_rows(k.len(), n_heads, self.head_dim(), deltas.len())?;
-        split_rows(k, n_heads, self.head_dim(), deltas, |k, h, d| {
-            ok(self.shift(k, h, d))
-        });
-        Ok(())
+        self.par_rows(k, n_heads, deltas, Rope::shift)
     }
 
     /// [`Rope::apply_qk`] (GQA/MQA: different head counts) on rayon's current thread pool:
@@ -200,9 +194,8 @@ impl Rope {
         positions: &[i32],
     ) -> Result<(), Error> {
         let d = self.head_dim();
-        let q_row = check_rows(q.len(), n_q_heads, d, positions.len())?;
-        let k_row =
-            check_rows(k.len(), n_kv_heads, d, positions.len()).map_err(|e| rename(e, "k"))?;
+        let (q_row, k_row) =
+            self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, positions.len())?;
         // q_row + k_row cannot overflow: both buffers exist.
         let row = q_row + k_row;
         if q.len() + k.len() < PAR_MIN_ELEMENTS {

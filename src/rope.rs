@@ -885,9 +885,7 @@ impl Rope {
         n_kv_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        check_rows(q.len(), n_q_heads, self.head_dim, positions.len())?;
-        check_rows(k.len(), n_kv_heads, self.head_dim, positions.len())
-            .map_err(|e| rename(e, "k"))?;
+        self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, positions.len())?;
         let m = self.attention_factor;
         let job = self.job(Positions::Plain(positions), positions.len(), m, m);
         let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
@@ -1026,6 +1024,24 @@ impl Rope {
         let m = self.attention_factor;
         arch::cos_sin_table(self.backend, self.inv_freq(), positions, m, m, cos, sin);
         Ok(())
+    }
+}
+
+impl Rope {
+    /// The checks of [`Rope::apply_qk`] (and its parallel form): `q` then `k`, a length
+    /// error about `k` named so. Returns the row lengths `(q_row, k_row)`.
+    pub(crate) fn check_qk(
+        &self,
+        q_len: usize,
+        n_q_heads: usize,
+        k_len: usize,
+        n_kv_heads: usize,
+        tokens: usize,
+    ) -> Result<(usize, usize), Error> {
+        let q_row = check_rows(q_len, n_q_heads, self.head_dim, tokens)?;
+        let k_row =
+            check_rows(k_len, n_kv_heads, self.head_dim, tokens).map_err(|e| rename(e, "k"))?;
+        Ok((q_row, k_row))
     }
 }
 
