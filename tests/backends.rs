@@ -837,3 +837,59 @@ fn sinusoidal_vs_scalar() {
         }
     }
 }
+
+/// `fill` over long runs, every backend vs Scalar bitwise: runs that span several row groups
+/// of the recurrence (128 KiB–512 KiB of output each), start and end inside anchor blocks
+/// and inside passes, and widths with a tail of fewer than a vector of pairs. A sub-range
+/// fill gives bitwise the same rows as the long one.
+fn sinusoidal_long<T: Dt>(d: usize, layout: SinusoidalLayout, rows: usize, first: u32) {
+    let pe0 = Sinusoidal::new(d, 10_000.0, layout).unwrap();
+    let mut want = vec![T::from_f32(f32::NAN); rows * d];
+    pe0.with_backend(Backend::Scalar)
+        .unwrap()
+        .fill(&mut want, first)
+        .unwrap();
+    for backend in available() {
+        let pe = pe0.with_backend(backend).unwrap();
+        let mut got = vec![T::from_f32(0.0); rows * d];
+        pe.fill(&mut got, first).unwrap();
+        let (a, b) = (rows / 3 + 5, rows - rows / 4);
+        let mut part = vec![T::from_f32(0.0); (b - a) * d];
+        pe.fill(&mut part, first + a as u32).unwrap();
+        for (what, got, want) in [
+            ("fill", &got[..], &want[..]),
+            ("sub-range", &part[..], &got[a * d..b * d]),
+        ] {
+            if let Some(i) = (0..got.len()).find(|&i| !same(got[i], want[i])) {
+                panic!(
+                    "{backend:?} {what} {:?} {rows}x{d} from {first} {layout:?}: row {} col {}: {:#x} vs {:#x}",
+                    T::DTYPE,
+                    i / d,
+                    i % d,
+                    got[i].bits(),
+                    want[i].bits()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn sinusoidal_fill_long_runs_vs_scalar() {
+    for layout in [
+        SinusoidalLayout::Interleaved,
+        SinusoidalLayout::Split,
+        SinusoidalLayout::SplitCosFirst,
+    ] {
+        for (d, rows, first) in [
+            (512, 700, 12_345),
+            (130, 1300, 7),
+            (1030, 200, 63),
+            (64, 2100, 1),
+        ] {
+            sinusoidal_long::<f32>(d, layout, rows, first);
+            sinusoidal_long::<f16>(d, layout, rows, first);
+            sinusoidal_long::<bf16>(d, layout, rows, first);
+        }
+    }
+}

@@ -699,6 +699,9 @@ pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {
 
 /// Rows per anchor block of the sinusoidal recurrence (see [`sinusoidal_run`]).
 pub(crate) const SIN_BLOCK: u64 = 64;
+/// Output bytes per row group of the recurrence (see [`sinusoidal_run`]): a quarter of a
+/// typical 512 KiB–2 MiB L2.
+const SIN_GROUP_BYTES: u64 = 512 << 10;
 /// Frequencies per chunk of the recurrence.
 pub(crate) const SIN_CHUNK: usize = CHUNK;
 /// Interleaved recurrence streams per anchor block: row `a + j` is on stream `j mod STREAMS`,
@@ -737,6 +740,11 @@ pub(crate) struct SinChunk<'a> {
 /// kernels after the exact Cody–Waite reduction: within ~3e-16 of the f64 angle's values),
 /// then every row by one f64 complex multiplication ([`crate::trig::rotate64`]).
 ///
+/// The loops run over row groups of whole blocks (`SIN_GROUP_BYTES` of output), and inside a
+/// group over chunks of frequencies: a group's rows are written while they are in L2, where
+/// sweeping one chunk across the whole table touched every row once per chunk (25–30% slower
+/// for 4096 × 512 f32). The order changes no value.
+///
 /// Error, positions `p < 2^24`, vs the f64 formula `sin/cos(p·ω_exact)`:
 /// * the anchor angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within
 ///   ~8 ulps ([`sin_frequencies`]): ≤ 8·2^-53·2^24 ≈ 1.5e-8 rad (both shared with the direct
@@ -764,35 +772,45 @@ fn sinusoidal_run<K: Kernels, T: Element>(out: &mut [T], spec: &SinSpec, first: 
     };
     let mut s = [0.0f64; SIN_CHUNK];
     let mut c = [0.0f64; SIN_CHUNK];
-    let mut i0 = 0;
-    while i0 < spec.pairs {
-        let n = SIN_CHUNK.min(spec.pairs - i0);
-        spec.frequencies(i0, &mut w[..n]);
-        for q in 0..STREAMS {
-            let (sq, cq) = (&mut steps.s[q][..n], &mut steps.c[q][..n]);
-            K::sin_cos_f64_wide((q + 1) as f64, &w[..n], sq, cq);
+    // Rows in groups of whole anchor blocks of at most SIN_GROUP_BYTES (at least one block),
+    // every chunk of frequencies across a group before the next group: the group's rows are
+    // written while they are in L2, and the steps are computed once per group and chunk.
+    let row_bytes = (d * core::mem::size_of::<T>()) as u64;
+    let group = (SIN_GROUP_BYTES / row_bytes / SIN_BLOCK).max(1) * SIN_BLOCK;
+    let mut g = first / SIN_BLOCK * SIN_BLOCK;
+    while g < end {
+        let g_end = end.min(g + group);
+        let mut i0 = 0;
+        while i0 < spec.pairs {
+            let n = SIN_CHUNK.min(spec.pairs - i0);
+            spec.frequencies(i0, &mut w[..n]);
+            for q in 0..STREAMS {
+                let (sq, cq) = (&mut steps.s[q][..n], &mut steps.c[q][..n]);
+                K::sin_cos_f64_wide((q + 1) as f64, &w[..n], sq, cq);
+            }
+            let mut a = g;
+            while a < g_end {
+                K::sin_cos_f64_wide(a as f64, &w[..n], &mut s[..n], &mut c[..n]);
+                let j0 = first.max(a) - a;
+                let j1 = g_end.min(a + SIN_BLOCK) - a;
+                let r0 = (a + j0 - first) as usize;
+                let r1 = (a + j1 - first) as usize;
+                let ch = SinChunk {
+                    layout: spec.layout,
+                    d,
+                    pairs: spec.pairs,
+                    i0,
+                    s: &s[..n],
+                    c: &c[..n],
+                    steps: &steps,
+                };
+                let block = &mut out[r0 * d..r1 * d];
+                K::sin_rows(block, &ch, 0, n, j0 as usize, j1 as usize);
+                a += SIN_BLOCK;
+            }
+            i0 += n;
         }
-        let mut a = first / SIN_BLOCK * SIN_BLOCK;
-        while a < end {
-            K::sin_cos_f64_wide(a as f64, &w[..n], &mut s[..n], &mut c[..n]);
-            let j0 = first.max(a) - a;
-            let j1 = end.min(a + SIN_BLOCK) - a;
-            let r0 = (a + j0 - first) as usize;
-            let r1 = (a + j1 - first) as usize;
-            let ch = SinChunk {
-                layout: spec.layout,
-                d,
-                pairs: spec.pairs,
-                i0,
-                s: &s[..n],
-                c: &c[..n],
-                steps: &steps,
-            };
-            let block = &mut out[r0 * d..r1 * d];
-            K::sin_rows(block, &ch, 0, n, j0 as usize, j1 as usize);
-            a += SIN_BLOCK;
-        }
-        i0 += n;
+        g = g_end;
     }
     if let Some(pad) = spec.padding {
         let pad = pad as i64;
