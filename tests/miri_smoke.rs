@@ -112,6 +112,26 @@ fn rotary_dim_above_one_chunk() {
     rope_case::<bf16>(Layout::Interleaved, 322, 320);
 }
 
+/// `fill` long enough for whole passes of the x86 recurrence (16 rows), which write through
+/// raw pointers, plus a partial pass and a tail of pairs shorter than a vector.
+#[test]
+fn sinusoidal_fill_whole_passes() {
+    for layout in [
+        SinusoidalLayout::Interleaved,
+        SinusoidalLayout::SplitCosFirst,
+    ] {
+        let pe = Sinusoidal::new(36, 10_000.0, layout).unwrap();
+        let mut want = vec![0f32; 35 * 36];
+        let scalar = pe.with_backend(Backend::Scalar).unwrap();
+        scalar.fill(&mut want, 0).unwrap();
+        for b in Backend::available() {
+            let mut got = vec![0f32; 35 * 36];
+            pe.with_backend(b).unwrap().fill(&mut got, 0).unwrap();
+            assert_eq!(got, want, "{b:?} {layout:?}");
+        }
+    }
+}
+
 #[test]
 fn sinusoidal_every_backend() {
     for layout in [SinusoidalLayout::Interleaved, SinusoidalLayout::Split] {
