@@ -253,10 +253,15 @@ unsafe fn rotate64<I: Isa>(s: I::D, c: I::D, rs: I::D, rc: I::D) -> (I::D, I::D)
 
 /// One strip of `LANES` pairs (from pair `i`) of one sinusoidal row: sines `s_lo ‖ s_hi`,
 /// cosines `c_lo ‖ c_hi` in f64, rounded to f32 and then to `T`.
+///
+/// # Safety
+/// `row` addresses a row of at least `2·pairs` writable values and `i + LANES ≤ pairs`, so
+/// every store (columns `[i, i + LANES)` and `[pairs + i, …)`, or `[2i, 2i + 2·LANES)`)
+/// stays inside it; the tier's features.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn write_strip<I: Isa, T: Element>(
-    row: &mut [T],
+    row: *mut T,
     layout: SinusoidalLayout,
     pairs: usize,
     i: usize,
@@ -268,16 +273,16 @@ unsafe fn write_strip<I: Isa, T: Element>(
     let l = I::LANES;
     match layout {
         SinusoidalLayout::Interleaved => {
-            store::<I, T>(I::narrow_interleave(s_lo, c_lo), &mut row[2 * i..]);
-            store::<I, T>(I::narrow_interleave(s_hi, c_hi), &mut row[2 * i + l..]);
+            st::<I, T>(I::narrow_interleave(s_lo, c_lo), row.add(2 * i));
+            st::<I, T>(I::narrow_interleave(s_hi, c_hi), row.add(2 * i + l));
         }
         SinusoidalLayout::Split => {
-            store::<I, T>(I::narrow(s_lo, s_hi), &mut row[i..]);
-            store::<I, T>(I::narrow(c_lo, c_hi), &mut row[pairs + i..]);
+            st::<I, T>(I::narrow(s_lo, s_hi), row.add(i));
+            st::<I, T>(I::narrow(c_lo, c_hi), row.add(pairs + i));
         }
         SinusoidalLayout::SplitCosFirst => {
-            store::<I, T>(I::narrow(c_lo, c_hi), &mut row[i..]);
-            store::<I, T>(I::narrow(s_lo, s_hi), &mut row[pairs + i..]);
+            st::<I, T>(I::narrow(c_lo, c_hi), row.add(i));
+            st::<I, T>(I::narrow(s_lo, s_hi), row.add(pairs + i));
         }
     }
 }
@@ -305,25 +310,28 @@ const fn layout_of(l: u8) -> SinusoidalLayout {
     }
 }
 
-/// One full pass of the recurrence: `blk` holds `STREAMS·PASS` consecutive rows, row
-/// `g·STREAMS + q` on stream `q` after `g` more steps; strips `k0 .. kend` (multiples of
-/// `LANES`) of the chunk, each stream's state loaded from and stored back to `ss`/`cc`.
+/// One pass of the recurrence: rows `j .. j + STREAMS·PASS` of the anchor block, row
+/// `j + g·STREAMS + q` on stream `q` after `g` more steps, over strips `k0 .. kend`
+/// (multiples of `LANES`) of the chunk, each stream's state loaded from and stored back to
+/// `ss`/`cc`. `rows` holds the block's rows `j0 .. j1`; rows outside them are stepped
+/// through but not written. `FULL`: the whole pass lies inside them (asserted), so the
+/// row test compiles away.
 #[inline(always)]
-unsafe fn sin_pass<I: Isa, T: Element, const L: u8>(
-    blk: &mut [T],
+#[allow(clippy::too_many_arguments)]
+unsafe fn sin_pass<I: Isa, T: Element, const L: u8, const FULL: bool>(
+    rows: &mut [T],
     ch: &SinChunk<'_>,
-    k0: usize,
-    kend: usize,
+    (k0, kend): (usize, usize),
+    (j, j0, j1): (usize, usize, usize),
     ss: &mut [[f64; SIN_CHUNK]; STREAMS],
     cc: &mut [[f64; SIN_CHUNK]; STREAMS],
 ) {
     let (l, d, pairs) = (I::LANES, ch.d, ch.pairs);
-    let blk = &mut blk[..STREAMS * PASS * d];
-    // Every strip below writes columns `[i, i + LANES)` and `[pairs + i, pairs + i + LANES)`
-    // (split) or `[2i, 2i + 2·LANES)` (interleaved) of a row of `blk`, with
-    // `i + LANES ≤ i0 + kend ≤ pairs` and `2·pairs ≤ d`: inside the row.
-    assert!(ch.i0 + kend <= pairs && 2 * pairs <= d);
-    let base = blk.as_mut_ptr();
+    // Rows `j0 .. j1` are in `rows`, and a row's strips stay inside it (`write_strip`):
+    // `i + LANES ≤ i0 + kend ≤ pairs`, `2·pairs ≤ d`.
+    assert!(rows.len() >= (j1 - j0) * d && ch.i0 + kend <= pairs && 2 * pairs <= d);
+    assert!(!FULL || (j >= j0 && j + STREAMS * PASS <= j1));
+    let base = rows.as_mut_ptr();
     for k in (k0..kend).step_by(l) {
         let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[STREAMS - 1], k);
         let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[STREAMS - 1], k);
@@ -332,21 +340,12 @@ unsafe fn sin_pass<I: Isa, T: Element, const L: u8>(
             let (mut s_lo, mut s_hi) = load2::<I>(&ss[q], k);
             let (mut c_lo, mut c_hi) = load2::<I>(&cc[q], k);
             for g in 0..PASS {
-                // SAFETY: row `g·STREAMS + q < STREAMS·PASS` of `blk` (checked above).
-                let row = base.add((g * STREAMS + q) * d);
-                match layout_of(L) {
-                    SinusoidalLayout::Interleaved => {
-                        st::<I, T>(I::narrow_interleave(s_lo, c_lo), row.add(2 * i));
-                        st::<I, T>(I::narrow_interleave(s_hi, c_hi), row.add(2 * i + l));
-                    }
-                    SinusoidalLayout::Split => {
-                        st::<I, T>(I::narrow(s_lo, s_hi), row.add(i));
-                        st::<I, T>(I::narrow(c_lo, c_hi), row.add(pairs + i));
-                    }
-                    SinusoidalLayout::SplitCosFirst => {
-                        st::<I, T>(I::narrow(c_lo, c_hi), row.add(i));
-                        st::<I, T>(I::narrow(s_lo, s_hi), row.add(pairs + i));
-                    }
+                let jj = j + g * STREAMS + q;
+                if FULL || (jj >= j0 && jj < j1) {
+                    // SAFETY: `j0 ≤ jj < j1` (tested, or asserted for the whole pass), a
+                    // row of `rows` (asserted above).
+                    let row = base.add((jj - j0) * d);
+                    write_strip::<I, T>(row, layout_of(L), pairs, i, s_lo, s_hi, c_lo, c_hi);
                 }
                 (s_lo, c_lo) = rotate64::<I>(s_lo, c_lo, rs_lo, rc_lo);
                 (s_hi, c_hi) = rotate64::<I>(s_hi, c_hi, rs_hi, rc_hi);
@@ -354,6 +353,24 @@ unsafe fn sin_pass<I: Isa, T: Element, const L: u8>(
             store2::<I>(s_lo, s_hi, &mut ss[q], k);
             store2::<I>(c_lo, c_hi, &mut cc[q], k);
         }
+    }
+}
+
+/// [`sin_pass`] with the layout as a constant.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn sin_pass_in<I: Isa, T: Element, const FULL: bool>(
+    rows: &mut [T],
+    ch: &SinChunk<'_>,
+    ks: (usize, usize),
+    js: (usize, usize, usize),
+    ss: &mut [[f64; SIN_CHUNK]; STREAMS],
+    cc: &mut [[f64; SIN_CHUNK]; STREAMS],
+) {
+    match ch.layout {
+        SinusoidalLayout::Interleaved => sin_pass::<I, T, 0, FULL>(rows, ch, ks, js, ss, cc),
+        SinusoidalLayout::Split => sin_pass::<I, T, 1, FULL>(rows, ch, ks, js, ss, cc),
+        SinusoidalLayout::SplitCosFirst => sin_pass::<I, T, 2, FULL>(rows, ch, ks, js, ss, cc),
     }
 }
 
@@ -599,8 +616,6 @@ impl<I: Isa> Kernels for Tier<I> {
         j1: usize,
     ) {
         let l = I::LANES;
-        let d = ch.d;
-        let last = STREAMS - 1;
         let kend = k0 + (k1 - k0) / l * l;
         // The state of every stream, f64, for the chunk's full strips of LANES pairs.
         let mut ss = [[0.0f64; SIN_CHUNK]; STREAMS];
@@ -627,42 +642,12 @@ impl<I: Isa> Kernels for Tier<I> {
             let pass = STREAMS * PASS;
             let mut j = 0;
             while j < j1 {
+                let (ks, js) = ((k0, kend), (j, j0, j1));
                 if j >= j0 && j + pass <= j1 {
-                    let blk = &mut rows[(j - j0) * d..(j - j0 + pass) * d];
-                    let (ss, cc) = (&mut ss, &mut cc);
-                    match ch.layout {
-                        SinusoidalLayout::Interleaved => {
-                            sin_pass::<I, T, 0>(blk, ch, k0, kend, ss, cc)
-                        }
-                        SinusoidalLayout::Split => sin_pass::<I, T, 1>(blk, ch, k0, kend, ss, cc),
-                        SinusoidalLayout::SplitCosFirst => {
-                            sin_pass::<I, T, 2>(blk, ch, k0, kend, ss, cc)
-                        }
-                    }
+                    sin_pass_in::<I, T, true>(rows, ch, ks, js, &mut ss, &mut cc);
                 } else {
-                    // A pass that starts before `j0` or ends past `j1`: step every row, write
-                    // the ones asked for.
-                    for k in (k0..kend).step_by(l) {
-                        let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[last], k);
-                        let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[last], k);
-                        let i = ch.i0 + k;
-                        for q in 0..STREAMS {
-                            let (mut s_lo, mut s_hi) = load2::<I>(&ss[q], k);
-                            let (mut c_lo, mut c_hi) = load2::<I>(&cc[q], k);
-                            for g in 0..PASS {
-                                let jj = j + g * STREAMS + q;
-                                if jj >= j0 && jj < j1 {
-                                    let row = &mut rows[(jj - j0) * d..(jj - j0 + 1) * d];
-                                    let (lay, pairs) = (ch.layout, ch.pairs);
-                                    write_strip::<I, T>(row, lay, pairs, i, s_lo, s_hi, c_lo, c_hi);
-                                }
-                                (s_lo, c_lo) = rotate64::<I>(s_lo, c_lo, rs_lo, rc_lo);
-                                (s_hi, c_hi) = rotate64::<I>(s_hi, c_hi, rs_hi, rc_hi);
-                            }
-                            store2::<I>(s_lo, s_hi, &mut ss[q], k);
-                            store2::<I>(c_lo, c_hi, &mut cc[q], k);
-                        }
-                    }
+                    // Starts before `j0` or ends past `j1` (a fill's first or last pass).
+                    sin_pass_in::<I, T, false>(rows, ch, ks, js, &mut ss, &mut cc);
                 }
                 j += pass;
             }
