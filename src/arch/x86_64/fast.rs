@@ -18,6 +18,15 @@
 //!   Also slower or no better: software prefetch 1–4 KiB ahead (better at 4096 tokens,
 //!   worse at 64–512), fully unrolled loops for head_dim 128, two cos/sin blocks computed as
 //!   interleaved chains.
+//! * Where the rest goes (stand-alone AVX2 kernels, tables already computed, ns per
+//!   token-head at 8 / 64 / 512 tokens, ranges over four runs): the table loads. rotate_half
+//!   one head per pass is 7.9–8.4 / 8.6–9.7 / 9.4–10.4 with its table loaded from L1,
+//!   6.3–6.4 / 8.2–8.7 / 8.7–9.2 with one table vector kept in registers (not a valid RoPE,
+//!   a bound), against a ceiling of 5.7–5.8 / 7.4–8.2 / 8.1–8.8. Keeping a real table in
+//!   registers needs passes of 32 pairs over all heads of a token (16 ymm hold 32 pairs of
+//!   cos/sin): 6.6–6.7 at 8 tokens but 9.4–10.3 at 64 and 10.7–11.1 at 512, where the
+//!   prefetchers lose the stream. Two heads per table load: 7.6–8.1 / 9.0–9.5 / 8.9–9.3;
+//!   four: 7.5–7.8 / 9.7–10.2 / 10.4–10.9.
 //!
 //! Per-head work is 16 vectors at head_dim 128, so per-head overhead matters: the loops
 //! walk raw pointers inside windows proven in bounds once per span (see [`in_bounds`]).
