@@ -132,11 +132,3 @@ pub(crate) fn sin_cos_f64(angle: f64) -> (f64, f64) {
     let (s, c) = poly64(r);
     quadrant(q, s, c)
 }
-
-/// One step of the sinusoidal recurrence: `(s, c)` rotated by the angle whose sine and
-/// cosine are `(rs, rc)`, as `(s·rc + c·rs, c·rc − s·rs)`, unfused and in this order on
-/// every backend.
-#[inline(always)]
-pub(crate) fn rotate64(s: f64, c: f64, rs: f64, rc: f64) -> (f64, f64) {
-    (s * rc + c * rs, c * rc - s * rs)
-}

@@ -839,9 +839,10 @@ fn sinusoidal_vs_scalar() {
 }
 
 /// `fill` over long runs, every backend vs Scalar bitwise: runs that span several row groups
-/// of the recurrence (128 KiB–512 KiB of output each), start and end inside anchor blocks
-/// and inside passes, and widths with a tail of fewer than a vector of pairs. A sub-range
-/// fill gives bitwise the same rows as the long one.
+/// and anchor blocks of the recurrence, start and end inside blocks and inside
+/// passes, and spans of columns with a strip of fewer than 2·LANES columns and a tail of
+/// fewer than LANES (d = 88: interleaved 88 = 5·16 + 8; split 44 = 2·16 + 8 + 4 on AVX2). A
+/// sub-range fill gives bitwise the same rows as the long one.
 fn sinusoidal_long<T: Dt>(d: usize, layout: SinusoidalLayout, rows: usize, first: u32) {
     let pe0 = Sinusoidal::new(d, 10_000.0, layout).unwrap();
     let mut want = vec![T::from_f32(f32::NAN); rows * d];
@@ -886,6 +887,7 @@ fn sinusoidal_fill_long_runs_vs_scalar() {
             (130, 1300, 7),
             (1030, 200, 63),
             (64, 2100, 1),
+            (88, 900, 200),
         ] {
             sinusoidal_long::<f32>(d, layout, rows, first);
             sinusoidal_long::<f16>(d, layout, rows, first);

@@ -112,20 +112,21 @@ fn rotary_dim_above_one_chunk() {
     rope_case::<bf16>(Layout::Interleaved, 322, 320);
 }
 
-/// `fill` long enough for whole passes of the x86 recurrence (16 rows), which write through
-/// raw pointers, plus a partial pass and a tail of pairs shorter than a vector.
+/// `fill` long enough for whole passes of the x86 recurrence (8 rows), which write through
+/// raw pointers, plus a partial pass; d = 44 gives spans with strips of 2·LANES and LANES
+/// columns and a tail shorter than a vector (AVX2).
 #[test]
 fn sinusoidal_fill_whole_passes() {
     for layout in [
         SinusoidalLayout::Interleaved,
         SinusoidalLayout::SplitCosFirst,
     ] {
-        let pe = Sinusoidal::new(36, 10_000.0, layout).unwrap();
-        let mut want = vec![0f32; 35 * 36];
+        let pe = Sinusoidal::new(44, 10_000.0, layout).unwrap();
+        let mut want = vec![0f32; 35 * 44];
         let scalar = pe.with_backend(Backend::Scalar).unwrap();
         scalar.fill(&mut want, 0).unwrap();
         for b in Backend::available() {
-            let mut got = vec![0f32; 35 * 36];
+            let mut got = vec![0f32; 35 * 44];
             pe.with_backend(b).unwrap().fill(&mut got, 0).unwrap();
             assert_eq!(got, want, "{b:?} {layout:?}");
         }

@@ -285,19 +285,12 @@ pub(crate) trait Kernels {
             (*s, *c) = crate::trig::sin_cos_f64(p * wi);
         }
     }
-    /// Rows `j0 .. j1` of one anchor block (see [`SinChunk`]), pairs `k0 .. k1` of the
-    /// chunk; `rows` holds exactly those rows. The default is [`scalar::sin_rows`]; a backend
-    /// may vectorise it as long as every value gets exactly its operations.
+    /// Rows `j0 .. j1` of one anchor block, the columns of one span (see [`SinCols`]);
+    /// `rows` holds exactly those rows. The default is [`scalar::sin_cols`] over the whole
+    /// span; a backend may vectorise it as long as every value gets exactly its operations.
     #[inline(always)]
-    fn sin_rows<T: Element>(
-        rows: &mut [T],
-        ch: &SinChunk<'_>,
-        k0: usize,
-        k1: usize,
-        j0: usize,
-        j1: usize,
-    ) {
-        scalar::sin_rows(rows, ch, k0, k1, j0, j1)
+    fn sin_rows<T: Element>(rows: &mut [T], sp: &SinCols<'_>, j0: usize, j1: usize) {
+        scalar::sin_cols(rows, sp, 0, sp.k.len(), j0, j1)
     }
     /// Writes (or adds) sin/cos of pairs `i0 .. i0 + sin.len()` into one sinusoidal row
     /// ([`scalar::write_sinusoid`], which a backend may vectorise with the same operations:
@@ -705,41 +698,57 @@ pub(crate) const SIN_BLOCK: u64 = 64;
 const SIN_GROUP_BYTES: u64 = 512 << 10;
 /// Frequencies per chunk of the recurrence.
 pub(crate) const SIN_CHUNK: usize = CHUNK;
-/// Interleaved recurrence streams per anchor block: row `a + j` is on stream `j mod STREAMS`,
-/// which steps by `STREAMS·ω`; independent streams hide the latency of each step.
-pub(crate) const STREAMS: usize = 2;
-
-/// `sin/cos((q + 1)·ω_i)` for `q < STREAMS`: the offsets of the streams and (last) their step.
-pub(crate) struct Steps {
-    pub s: [[f64; SIN_CHUNK]; STREAMS],
-    pub c: [[f64; SIN_CHUNK]; STREAMS],
-}
-
-/// One chunk of frequencies of one anchor block of the recurrence: row `a + j` of the block
-/// (`j < SIN_BLOCK`) holds sin/cos of `(a + j)·ω_i` computed as the anchor `(s, c)`
-/// rotated by `(j mod STREAMS)·ω_i` (stream start; none for stream 0) and then `j / STREAMS`
-/// times by `STREAMS·ω_i`, each rotation [`crate::trig::rotate64`], rounded once to f32 and
-/// once to `T`.
-pub(crate) struct SinChunk<'a> {
-    pub layout: SinusoidalLayout,
+/// One span of consecutive output columns of one anchor block of the recurrence: column
+/// `col0 + c` of row `a + j` of the block (`j < SIN_BLOCK`) holds `y_j[c]`, where `y_0`, `y_1`
+/// are the f64 values at rows `a`, `a + 1` ([`crate::trig::sin_cos_f64`] of the angle) and
+/// `y_{j+2} = k[c]·y_{j+1} − y_j` (unfused, in this order on every backend), `k[c] = 2·cos ω`
+/// of the column's frequency; each value rounded once to f32 and once to `T`. Sines and
+/// cosines of a frequency obey the same recurrence, so a span is any run of columns whatever
+/// the layout.
+pub(crate) struct SinCols<'a> {
+    /// Row width.
     pub d: usize,
-    pub pairs: usize,
-    /// Index of the chunk's first frequency.
-    pub i0: usize,
-    /// sin/cos of `a·ω_i` (f64), `k`-th of the chunk at `[k]`.
-    pub s: &'a [f64],
-    pub c: &'a [f64],
-    pub steps: &'a Steps,
+    /// The span's first column.
+    pub col0: usize,
+    /// Per column of the span: values at block rows 0 and 1, and the step `2·cos ω`.
+    pub y0: &'a [f64],
+    pub y1: &'a [f64],
+    pub k: &'a [f64],
 }
 
-/// `fill` (consecutive positions `first ..`): the f64 rotation recurrence.
+/// `s`, `c` (a chunk's sines and cosines, `n` each) in the order of the chunk's columns:
+/// pair by pair (interleaved), or all of one then all of the other (the split layouts).
+#[inline(always)]
+fn sin_arrange(layout: SinusoidalLayout, s: &[f64], c: &[f64], out: &mut [f64]) {
+    let n = s.len();
+    match layout {
+        SinusoidalLayout::Interleaved => {
+            for ((o, &s), &c) in out.chunks_exact_mut(2).zip(s).zip(c) {
+                (o[0], o[1]) = (s, c);
+            }
+        }
+        SinusoidalLayout::Split => {
+            out[..n].copy_from_slice(s);
+            out[n..2 * n].copy_from_slice(c);
+        }
+        SinusoidalLayout::SplitCosFirst => {
+            out[..n].copy_from_slice(c);
+            out[n..2 * n].copy_from_slice(s);
+        }
+    }
+}
+
+/// `fill` (consecutive positions `first ..`): the f64 three-term recurrence.
 ///
 /// Positions are cut into anchor blocks `[a, a + SIN_BLOCK)`, `a` a multiple of `SIN_BLOCK`
 /// (absolute, so every row is a function of its position alone, whatever the call's first
 /// row or length: `par_fill` pieces and sub-range fills are bitwise the whole fill's rows).
-/// Per block and frequency one f64 `sin/cos(a·ω)` ([`crate::trig::sin_cos_f64`], fdlibm's
-/// kernels after the exact Cody–Waite reduction: within ~3e-16 of the f64 angle's values),
-/// then every row by one f64 complex multiplication ([`crate::trig::rotate64`]).
+/// Per block and frequency, f64 `sin/cos` of `a·ω` and `(a + 1)·ω`
+/// ([`crate::trig::sin_cos_f64`], fdlibm's kernels after the exact Cody–Waite reduction:
+/// within ~3e-16 of the f64 angle's values); then every further row of every column by
+/// `y_{j+2} = 2cos ω·y_{j+1} − y_j` ([`SinCols`]): one multiplication and one subtraction per
+/// value, with no shuffles between sines and cosines. (A rotation per row took 1.5–2× the
+/// arithmetic and needed both of a pair's values together.)
 ///
 /// The loops run over row groups of whole blocks (`SIN_GROUP_BYTES` of output), and inside a
 /// group over chunks of frequencies: a group's rows are written while they are in L2, where
@@ -748,16 +757,18 @@ pub(crate) struct SinChunk<'a> {
 /// and chunk. The order changes no value.
 ///
 /// Error, positions `p < 2^24`, vs the f64 formula `sin/cos(p·ω_exact)`:
-/// * the anchor angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within
-///   ~8 ulps ([`sin_frequencies`]): ≤ 8·2^-53·2^24 ≈ 1.5e-8 rad (both shared with the direct
-///   method of `fill_positions`);
-/// * each rotation adds ≤ ~2·2^-53 per component (|s|, |c| ≤ 1) plus the step's own error
-///   (≤ ~3e-16, the step angle `2ω` is exact); at most `SIN_BLOCK / STREAMS` = 32 rotations
-///   and one stream offset per value: ≤ 33·(2.2e-16 + 3e-16) ≈ 2e-14, whatever the table
-///   length (the blocks restart, so there is no growth with the position);
+/// * the angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within ~8 ulps
+///   ([`sin_frequencies`]): ≤ 8·2^-53·2^24 ≈ 1.5e-8 rad (both shared with the direct method
+///   of `fill_positions`);
+/// * the recurrence: an error `δ` made at step `m` reaches row `j` multiplied by the
+///   Chebyshev value `U_{j−m−1}(cos ω)`, at most `j − m` in size. Each step makes
+///   ≤ 3·2^-53 (|k·y| ≤ 2, |y| ≤ 1) and `k`'s own error adds ≤ 2·3e-16·|y|; the start values
+///   are within ~3e-16. Over the 62 steps of a block: ≤ (62·63/2)·(3.3e-16 + 6e-16) +
+///   64·6e-16 ≈ 1.9e-12, whatever the table length (the blocks restart, so there is no
+///   growth with the position);
 /// * the rounding to f32: ≤ 2^-25 ≈ 3e-8.
 ///
-/// Every value is within ≈ 3e-8 + 1.7e-8 + 2e-14 ≈ 5e-8 of the f64 formula: a fifth of the
+/// Every value is within ≈ 3e-8 + 1.7e-8 + 2e-12 ≈ 5e-8 of the f64 formula: a fifth of the
 /// 2.4e-7 contract. Measured in `tests/properties.rs` (`sinusoidal_accuracy_formula`,
 /// `sinusoidal_fill_recurrence_accuracy`). The values are not bitwise those of the direct
 /// method (`fill_positions`), which rounds the angle's reduction to f32.
@@ -768,12 +779,11 @@ fn sinusoidal_run<K: Kernels, T: Element>(out: &mut [T], spec: &SinSpec, first: 
     let first = first as u64;
     let end = first + rows;
     let mut w = [0.0f64; SIN_CHUNK];
-    let mut steps = Steps {
-        s: [[0.0; SIN_CHUNK]; STREAMS],
-        c: [[0.0; SIN_CHUNK]; STREAMS],
-    };
-    let mut s = [0.0f64; SIN_CHUNK];
-    let mut c = [0.0f64; SIN_CHUNK];
+    let (mut s, mut c) = ([0.0f64; SIN_CHUNK], [0.0f64; SIN_CHUNK]);
+    // Per column of the chunk (in `sin_arrange`'s order): the step and the two start rows.
+    let mut k = [0.0f64; 2 * SIN_CHUNK];
+    let mut y0 = [0.0f64; 2 * SIN_CHUNK];
+    let mut y1 = [0.0f64; 2 * SIN_CHUNK];
     // Groups of whole anchor blocks, at least one.
     let row_bytes = (d * core::mem::size_of::<T>()) as u64;
     let group = (SIN_GROUP_BYTES / row_bytes / SIN_BLOCK).max(1) * SIN_BLOCK;
@@ -784,28 +794,37 @@ fn sinusoidal_run<K: Kernels, T: Element>(out: &mut [T], spec: &SinSpec, first: 
         while i0 < spec.pairs {
             let n = SIN_CHUNK.min(spec.pairs - i0);
             spec.frequencies(i0, &mut w[..n]);
-            for q in 0..STREAMS {
-                let (sq, cq) = (&mut steps.s[q][..n], &mut steps.c[q][..n]);
-                K::sin_cos_f64_wide((q + 1) as f64, &w[..n], sq, cq);
+            K::sin_cos_f64_wide(1.0, &w[..n], &mut s[..n], &mut c[..n]);
+            for ci in c[..n].iter_mut() {
+                *ci *= 2.0; // exact
             }
+            sin_arrange(spec.layout, &c[..n], &c[..n], &mut k[..2 * n]);
+            // The chunk's columns: one run (interleaved) or two of `n` (split layouts).
+            let spans = match spec.layout {
+                SinusoidalLayout::Interleaved => [(2 * i0, 0, 2 * n), (0, 0, 0)],
+                _ => [(i0, 0, n), (spec.pairs + i0, n, 2 * n)],
+            };
             let mut a = g;
             while a < g_end {
                 K::sin_cos_f64_wide(a as f64, &w[..n], &mut s[..n], &mut c[..n]);
+                sin_arrange(spec.layout, &s[..n], &c[..n], &mut y0[..2 * n]);
+                K::sin_cos_f64_wide((a + 1) as f64, &w[..n], &mut s[..n], &mut c[..n]);
+                sin_arrange(spec.layout, &s[..n], &c[..n], &mut y1[..2 * n]);
                 let j0 = first.max(a) - a;
                 let j1 = g_end.min(a + SIN_BLOCK) - a;
                 let r0 = (a + j0 - first) as usize;
                 let r1 = (a + j1 - first) as usize;
-                let ch = SinChunk {
-                    layout: spec.layout,
-                    d,
-                    pairs: spec.pairs,
-                    i0,
-                    s: &s[..n],
-                    c: &c[..n],
-                    steps: &steps,
-                };
                 let block = &mut out[r0 * d..r1 * d];
-                K::sin_rows(block, &ch, 0, n, j0 as usize, j1 as usize);
+                for &(col0, c0, c1) in spans.iter().filter(|sp| sp.2 > sp.1) {
+                    let sp = SinCols {
+                        d,
+                        col0,
+                        y0: &y0[c0..c1],
+                        y1: &y1[c0..c1],
+                        k: &k[c0..c1],
+                    };
+                    K::sin_rows(block, &sp, j0 as usize, j1 as usize);
+                }
                 a += SIN_BLOCK;
             }
             i0 += n;

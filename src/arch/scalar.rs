@@ -1,7 +1,7 @@
 //! The reference backend: plain loops over plain IEEE operations, no SIMD written on purpose.
 //! It is the oracle the other backends are tested against.
 
-use super::{Kernels, Pos, Rounding, STREAMS, SinChunk, Tables, round_to};
+use super::{Kernels, Pos, Rounding, SIN_CHUNK, SinCols, Tables, round_to};
 use crate::element::Element;
 use crate::rope::Layout;
 use crate::sinusoidal::SinusoidalLayout;
@@ -104,41 +104,35 @@ pub(crate) fn write_sinusoid<T: Element>(
     }
 }
 
-/// The sinusoidal recurrence for pairs `k0 .. k1` of a chunk, rows `j0 .. j1` of its anchor
-/// block (`rows` holds exactly those rows): see [`SinChunk`] for the operations. Rows before
+/// The sinusoidal recurrence for columns `c0 .. c1` of a span, rows `j0 .. j1` of its anchor
+/// block (`rows` holds exactly those rows): see [`SinCols`] for the operations. Rows before
 /// `j0` are stepped through but not written.
 #[inline(always)]
-pub(crate) fn sin_rows<T: Element>(
+pub(crate) fn sin_cols<T: Element>(
     rows: &mut [T],
-    ch: &SinChunk<'_>,
-    k0: usize,
-    k1: usize,
+    sp: &SinCols<'_>,
+    c0: usize,
+    c1: usize,
     j0: usize,
     j1: usize,
 ) {
-    let d = ch.d;
-    let last = STREAMS - 1;
-    for k in k0..k1 {
-        let i = ch.i0 + k;
-        let (is, ic) = sin_columns(ch.layout, ch.pairs, i);
-        let (a_s, a_c) = (ch.s[k], ch.c[k]);
-        let mut st = [(a_s, a_c); STREAMS];
-        for (q, st) in st.iter_mut().enumerate().skip(1) {
-            *st = trig::rotate64(a_s, a_c, ch.steps.s[q - 1][k], ch.steps.c[q - 1][k]);
-        }
-        let (rs, rc) = (ch.steps.s[last][k], ch.steps.c[last][k]);
-        let mut j = 0;
-        while j < j1 {
-            for (q, st) in st.iter_mut().enumerate() {
-                let jj = j + q;
-                if jj >= j0 && jj < j1 {
-                    let row = &mut rows[(jj - j0) * d..(jj - j0 + 1) * d];
-                    row[is] = T::from_f32(st.0 as f32);
-                    row[ic] = T::from_f32(st.1 as f32);
-                }
-                *st = trig::rotate64(st.0, st.1, rs, rc);
+    let (d, col0) = (sp.d, sp.col0);
+    let mut prev = [0.0f64; 2 * SIN_CHUNK];
+    let mut cur = [0.0f64; 2 * SIN_CHUNK];
+    let m = c1 - c0;
+    let (prev, cur) = (&mut prev[..m], &mut cur[..m]);
+    prev.copy_from_slice(&sp.y0[c0..c1]);
+    cur.copy_from_slice(&sp.y1[c0..c1]);
+    let k = &sp.k[c0..c1];
+    for j in 0..j1 {
+        if j >= j0 {
+            let row = &mut rows[(j - j0) * d + col0 + c0..][..m];
+            for (o, &y) in row.iter_mut().zip(prev.iter()) {
+                *o = T::from_f32(y as f32);
             }
-            j += STREAMS;
+        }
+        for ((p, q), &k) in prev.iter_mut().zip(cur.iter_mut()).zip(k) {
+            (*p, *q) = (*q, k * *q - *p);
         }
     }
 }

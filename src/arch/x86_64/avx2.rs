@@ -99,14 +99,6 @@ impl Isa for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn narrow_interleave(s: __m256d, c: __m256d) -> __m256 {
-        let v = _mm256_insertf128_ps::<1>(
-            _mm256_castps128_ps256(_mm256_cvtpd_ps(s)),
-            _mm256_cvtpd_ps(c),
-        );
-        _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
-    }
-    #[inline(always)]
     unsafe fn dquadrant(y: __m256d, s: __m256d, c: __m256d) -> (__m256d, __m256d) {
         let q = _mm256_castpd_si256(y);
         // blendv reads the sign bit: k odd ⇔ bit 0, moved to bit 63.

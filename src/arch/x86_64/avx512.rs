@@ -107,14 +107,6 @@ impl Isa for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn narrow_interleave(s: __m512d, c: __m512d) -> __m512 {
-        let lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(s));
-        let hi = _mm256_castps_pd(_mm512_cvtpd_ps(c));
-        let v = _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(lo), hi));
-        let idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-        _mm512_permutexvar_ps(idx, v)
-    }
-    #[inline(always)]
     unsafe fn dquadrant(y: __m512d, s: __m512d, c: __m512d) -> (__m512d, __m512d) {
         let q = _mm512_castpd_si512(y);
         let odd = _mm512_test_epi64_mask(q, _mm512_set1_epi64(1));

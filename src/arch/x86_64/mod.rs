@@ -22,7 +22,7 @@ pub(crate) mod avx512;
 mod fast;
 
 use super::scalar;
-use super::{Kernels, MAX_LANES, Pos, Rounding, SIN_CHUNK, STREAMS, SinChunk, Tables};
+use super::{Kernels, MAX_LANES, Pos, Rounding, SIN_CHUNK, SinCols, Tables};
 use crate::element::{Dtype, Element};
 use crate::rope::Layout;
 use crate::sinusoidal::SinusoidalLayout;
@@ -64,8 +64,6 @@ pub(crate) trait Isa: Copy {
     unsafe fn dmul(a: Self::D, b: Self::D) -> Self::D;
     /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
     unsafe fn narrow(lo: Self::D, hi: Self::D) -> Self::F;
-    /// Rounds two f64 vectors to f32 and interleaves them: `[s0, c0, s1, c1, …]`.
-    unsafe fn narrow_interleave(s: Self::D, c: Self::D) -> Self::F;
     /// [`Isa::quadrant`] on f64 lanes: `k` in the low mantissa bits of each lane of `y`.
     unsafe fn dquadrant(y: Self::D, s: Self::D, c: Self::D) -> (Self::D, Self::D);
 
@@ -227,66 +225,6 @@ unsafe fn sin_cos64<I: Isa>(a: I::D) -> (I::D, I::D) {
     I::dquadrant(y, s, c)
 }
 
-/// `LANES` f64 from `v[k..]` as two halves.
-#[inline(always)]
-unsafe fn load2<I: Isa>(v: &[f64], k: usize) -> (I::D, I::D) {
-    let h = I::LANES / 2;
-    (I::load_d(&v[k..k + h]), I::load_d(&v[k + h..k + 2 * h]))
-}
-
-/// Two halves to `v[k..k + LANES]`.
-#[inline(always)]
-unsafe fn store2<I: Isa>(lo: I::D, hi: I::D, v: &mut [f64], k: usize) {
-    let h = I::LANES / 2;
-    I::store_d(lo, &mut v[k..k + h]);
-    I::store_d(hi, &mut v[k + h..k + 2 * h]);
-}
-
-/// [`trig::rotate64`] on lanes: `(s·rc + c·rs, c·rc − s·rs)`, unfused.
-#[inline(always)]
-unsafe fn rotate64<I: Isa>(s: I::D, c: I::D, rs: I::D, rc: I::D) -> (I::D, I::D) {
-    (
-        I::dadd(I::dmul(s, rc), I::dmul(c, rs)),
-        I::dsub(I::dmul(c, rc), I::dmul(s, rs)),
-    )
-}
-
-/// One strip of `LANES` pairs (from pair `i`) of one sinusoidal row: sines `s_lo ‖ s_hi`,
-/// cosines `c_lo ‖ c_hi` in f64, rounded to f32 and then to `T`.
-///
-/// # Safety
-/// `row` addresses a row of at least `2·pairs` writable values and `i + LANES ≤ pairs`, so
-/// every store (columns `[i, i + LANES)` and `[pairs + i, …)`, or `[2i, 2i + 2·LANES)`)
-/// stays inside it; the tier's features.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn write_strip<I: Isa, T: Element>(
-    row: *mut T,
-    layout: SinusoidalLayout,
-    pairs: usize,
-    i: usize,
-    s_lo: I::D,
-    s_hi: I::D,
-    c_lo: I::D,
-    c_hi: I::D,
-) {
-    let l = I::LANES;
-    match layout {
-        SinusoidalLayout::Interleaved => {
-            st::<I, T>(I::narrow_interleave(s_lo, c_lo), row.add(2 * i));
-            st::<I, T>(I::narrow_interleave(s_hi, c_hi), row.add(2 * i + l));
-        }
-        SinusoidalLayout::Split => {
-            st::<I, T>(I::narrow(s_lo, s_hi), row.add(i));
-            st::<I, T>(I::narrow(c_lo, c_hi), row.add(pairs + i));
-        }
-        SinusoidalLayout::SplitCosFirst => {
-            st::<I, T>(I::narrow(c_lo, c_hi), row.add(i));
-            st::<I, T>(I::narrow(s_lo, s_hi), row.add(pairs + i));
-        }
-    }
-}
-
 /// Stores `v` at `dst[..LANES]` as `T`, or adds it to what is there (one f32 add, one
 /// rounding: `scalar::write_sinusoid`'s operations).
 #[inline(always)]
@@ -295,82 +233,85 @@ unsafe fn put<I: Isa, T: Element>(v: I::F, dst: &mut [T], add: bool) {
     store::<I, T>(v, dst);
 }
 
-/// Rows per stream in one pass of the recurrence over a chunk: each stream's state makes one
-/// round trip through L1 per `PASS` rows. 8 measured 15–25% faster than 2 on a 4096 × 512
-/// f32 fill (Zen 3); 16 was slower in a stand-alone kernel.
+/// Rows per pass of the sinusoidal recurrence over a span (even): each strip's state makes
+/// one round trip through L1 per `PASS` rows. The rows of a pass are written one cache line
+/// (16 f32 columns on AVX2) at a time, so `PASS` lines at the row stride are live in L1 at
+/// once; 8 measured faster than 4 and 16 in a stand-alone kernel (4096 × 512 f32, Zen 3).
 const PASS: usize = 8;
 
-/// The layout with index `L` (a const parameter, so each pass is monomorphised per layout).
+/// Row `jj` of a pass (block row; `base` is block row `j0`), columns `col .. col + V·LANES/2`,
+/// from the `V` f64 vectors `y`, rounded to f32 and to `T`. Skipped unless `j0 ≤ jj < j1`
+/// (`FULL`: the whole pass is inside, so the test compiles away).
+///
+/// # Safety
+/// Block rows `j0 .. j1` of `d` values start at `base`, and `col + V·LANES/2 ≤ d`; `V` even;
+/// the tier's features.
 #[inline(always)]
-const fn layout_of(l: u8) -> SinusoidalLayout {
-    match l {
-        0 => SinusoidalLayout::Interleaved,
-        1 => SinusoidalLayout::Split,
-        _ => SinusoidalLayout::SplitCosFirst,
-    }
-}
-
-/// One pass of the recurrence: rows `j .. j + STREAMS·PASS` of the anchor block, row
-/// `j + g·STREAMS + q` on stream `q` after `g` more steps, over strips `k0 .. kend`
-/// (multiples of `LANES`) of the chunk, each stream's state loaded from and stored back to
-/// `ss`/`cc`. `rows` holds the block's rows `j0 .. j1`; rows outside them are stepped
-/// through but not written. `FULL`: the whole pass lies inside them (asserted), so the
-/// row test compiles away.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn sin_pass<I: Isa, T: Element, const L: u8, const FULL: bool>(
-    rows: &mut [T],
-    ch: &SinChunk<'_>,
-    (k0, kend): (usize, usize),
-    (j, j0, j1): (usize, usize, usize),
-    ss: &mut [[f64; SIN_CHUNK]; STREAMS],
-    cc: &mut [[f64; SIN_CHUNK]; STREAMS],
+unsafe fn sin_row<I: Isa, T: Element, const V: usize, const FULL: bool>(
+    base: *mut T,
+    (d, col): (usize, usize),
+    y: &[I::D; V],
+    (jj, j0, j1): (usize, usize, usize),
 ) {
-    let (l, d, pairs) = (I::LANES, ch.d, ch.pairs);
-    // Rows `j0 .. j1` are in `rows`, and a row's strips stay inside it (`write_strip`):
-    // `i + LANES ≤ i0 + kend ≤ pairs`, `2·pairs ≤ d`.
-    assert!(rows.len() >= (j1 - j0) * d && ch.i0 + kend <= pairs && 2 * pairs <= d);
-    assert!(!FULL || (j >= j0 && j + STREAMS * PASS <= j1));
-    let base = rows.as_mut_ptr();
-    for k in (k0..kend).step_by(l) {
-        let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[STREAMS - 1], k);
-        let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[STREAMS - 1], k);
-        let i = ch.i0 + k;
-        for q in 0..STREAMS {
-            let (mut s_lo, mut s_hi) = load2::<I>(&ss[q], k);
-            let (mut c_lo, mut c_hi) = load2::<I>(&cc[q], k);
-            for g in 0..PASS {
-                let jj = j + g * STREAMS + q;
-                if FULL || (jj >= j0 && jj < j1) {
-                    // SAFETY: `j0 ≤ jj < j1` (tested, or asserted for the whole pass), a
-                    // row of `rows` (asserted above).
-                    let row = base.add((jj - j0) * d);
-                    write_strip::<I, T>(row, layout_of(L), pairs, i, s_lo, s_hi, c_lo, c_hi);
-                }
-                (s_lo, c_lo) = rotate64::<I>(s_lo, c_lo, rs_lo, rc_lo);
-                (s_hi, c_hi) = rotate64::<I>(s_hi, c_hi, rs_hi, rc_hi);
-            }
-            store2::<I>(s_lo, s_hi, &mut ss[q], k);
-            store2::<I>(c_lo, c_hi, &mut cc[q], k);
+    if FULL || (jj >= j0 && jj < j1) {
+        let row = base.add((jj - j0) * d + col);
+        for v in (0..V).step_by(2) {
+            st::<I, T>(I::narrow(y[v], y[v + 1]), row.add(v * I::LANES / 2));
         }
     }
 }
 
-/// [`sin_pass`] with the layout as a constant.
+/// One pass of the recurrence ([`SinCols`]) over one strip: span columns `c .. c + V·LANES/2`,
+/// block rows `j .. j + PASS`, the state (values at rows `j`, `j + 1`) loaded from and stored
+/// back to `ya`, `yb`. Rows outside `j0 .. j1` are stepped through but not written; `FULL`:
+/// the whole pass lies inside them (asserted).
+///
+/// # Safety
+/// As [`sin_row`] for columns `sp.col0 + c ..` (`c + V·LANES/2` ≤ the span's length, which
+/// `sp.col0` + it ≤ `d`); the tier's features.
+#[inline(always)]
+unsafe fn sin_pass<I: Isa, T: Element, const V: usize, const FULL: bool>(
+    base: *mut T,
+    sp: &SinCols<'_>,
+    (ya, yb): (&mut [f64], &mut [f64]),
+    c: usize,
+    (j, j0, j1): (usize, usize, usize),
+) {
+    assert!(!FULL || (j >= j0 && j + PASS <= j1));
+    let h = I::LANES / 2;
+    let k: [I::D; V] = core::array::from_fn(|v| I::load_d(&sp.k[c + v * h..]));
+    let mut a: [I::D; V] = core::array::from_fn(|v| I::load_d(&ya[c + v * h..]));
+    let mut b: [I::D; V] = core::array::from_fn(|v| I::load_d(&yb[c + v * h..]));
+    let dc = (sp.d, sp.col0 + c);
+    for g in (0..PASS).step_by(2) {
+        sin_row::<I, T, V, FULL>(base, dc, &a, (j + g, j0, j1));
+        for v in 0..V {
+            a[v] = I::dsub(I::dmul(k[v], b[v]), a[v]);
+        }
+        sin_row::<I, T, V, FULL>(base, dc, &b, (j + g + 1, j0, j1));
+        for v in 0..V {
+            b[v] = I::dsub(I::dmul(k[v], a[v]), b[v]);
+        }
+    }
+    for v in 0..V {
+        I::store_d(a[v], &mut ya[c + v * h..]);
+        I::store_d(b[v], &mut yb[c + v * h..]);
+    }
+}
+
+/// [`sin_pass`] over a span's strips `c .. cend` of `V·LANES/2` columns.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn sin_pass_in<I: Isa, T: Element, const FULL: bool>(
-    rows: &mut [T],
-    ch: &SinChunk<'_>,
-    ks: (usize, usize),
+unsafe fn sin_strips<I: Isa, T: Element, const V: usize, const FULL: bool>(
+    base: *mut T,
+    sp: &SinCols<'_>,
+    ya: &mut [f64],
+    yb: &mut [f64],
+    (c, cend): (usize, usize),
     js: (usize, usize, usize),
-    ss: &mut [[f64; SIN_CHUNK]; STREAMS],
-    cc: &mut [[f64; SIN_CHUNK]; STREAMS],
 ) {
-    match ch.layout {
-        SinusoidalLayout::Interleaved => sin_pass::<I, T, 0, FULL>(rows, ch, ks, js, ss, cc),
-        SinusoidalLayout::Split => sin_pass::<I, T, 1, FULL>(rows, ch, ks, js, ss, cc),
-        SinusoidalLayout::SplitCosFirst => sin_pass::<I, T, 2, FULL>(rows, ch, ks, js, ss, cc),
+    for c in (c..cend).step_by(V * I::LANES / 2) {
+        sin_pass::<I, T, V, FULL>(base, sp, (&mut *ya, &mut *yb), c, js);
     }
 }
 
@@ -607,54 +548,39 @@ impl<I: Isa> Kernels for Tier<I> {
     }
 
     #[inline(always)]
-    fn sin_rows<T: Element>(
-        rows: &mut [T],
-        ch: &SinChunk<'_>,
-        k0: usize,
-        k1: usize,
-        j0: usize,
-        j1: usize,
-    ) {
-        let l = I::LANES;
-        let kend = k0 + (k1 - k0) / l * l;
-        // The state of every stream, f64, for the chunk's full strips of LANES pairs.
-        let mut ss = [[0.0f64; SIN_CHUNK]; STREAMS];
-        let mut cc = [[0.0f64; SIN_CHUNK]; STREAMS];
-        // SAFETY: as in `cos_sin`.
-        unsafe {
-            for k in (k0..kend).step_by(l) {
-                let (as_lo, as_hi) = load2::<I>(ch.s, k);
-                let (ac_lo, ac_hi) = load2::<I>(ch.c, k);
-                store2::<I>(as_lo, as_hi, &mut ss[0], k);
-                store2::<I>(ac_lo, ac_hi, &mut cc[0], k);
-                for q in 1..STREAMS {
-                    let (rs_lo, rs_hi) = load2::<I>(&ch.steps.s[q - 1], k);
-                    let (rc_lo, rc_hi) = load2::<I>(&ch.steps.c[q - 1], k);
-                    let (s_lo, c_lo) = rotate64::<I>(as_lo, ac_lo, rs_lo, rc_lo);
-                    let (s_hi, c_hi) = rotate64::<I>(as_hi, ac_hi, rs_hi, rc_hi);
-                    store2::<I>(s_lo, s_hi, &mut ss[q], k);
-                    store2::<I>(c_lo, c_hi, &mut cc[q], k);
-                }
-            }
-            // Rows in passes of STREAMS·PASS, each pass across the chunk's strips, so the
-            // rows are written left to right and each stream's state makes one round trip
-            // through L1 per PASS rows of it.
-            let pass = STREAMS * PASS;
-            let mut j = 0;
-            while j < j1 {
-                let (ks, js) = ((k0, kend), (j, j0, j1));
-                if j >= j0 && j + pass <= j1 {
-                    sin_pass_in::<I, T, true>(rows, ch, ks, js, &mut ss, &mut cc);
+    fn sin_rows<T: Element>(rows: &mut [T], sp: &SinCols<'_>, j0: usize, j1: usize) {
+        let (l, m) = (I::LANES, sp.k.len());
+        // Strips of 2·LANES columns (four f64 vectors, a cache line of f32 on AVX2), then one
+        // of LANES; fewer than LANES columns go to the reference.
+        let m4 = m / (2 * l) * (2 * l);
+        let m2 = m4 + (m - m4) / l * l;
+        // Every row and column `sin_row` may store to is inside `rows`.
+        assert!(sp.col0 + m <= sp.d && rows.len() >= (j1 - j0) * sp.d);
+        assert!(sp.y0.len() == m && sp.y1.len() == m);
+        let mut ya = [0.0f64; 2 * SIN_CHUNK];
+        let mut yb = [0.0f64; 2 * SIN_CHUNK];
+        ya[..m].copy_from_slice(sp.y0);
+        yb[..m].copy_from_slice(sp.y1);
+        let base = rows.as_mut_ptr();
+        let mut j = 0;
+        while j < j1 {
+            let (ya, yb, js) = (&mut ya[..], &mut yb[..], (j, j0, j1));
+            // SAFETY: the tier's features as in `cos_sin`; the stores as asserted above.
+            unsafe {
+                if j >= j0 && j + PASS <= j1 {
+                    sin_strips::<I, T, 4, true>(base, sp, ya, yb, (0, m4), js);
+                    sin_strips::<I, T, 2, true>(base, sp, ya, yb, (m4, m2), js);
                 } else {
                     // Starts before `j0` or ends past `j1` (a fill's first or last pass).
-                    sin_pass_in::<I, T, false>(rows, ch, ks, js, &mut ss, &mut cc);
+                    sin_strips::<I, T, 4, false>(base, sp, ya, yb, (0, m4), js);
+                    sin_strips::<I, T, 2, false>(base, sp, ya, yb, (m4, m2), js);
                 }
-                j += pass;
             }
+            j += PASS;
         }
-        if kend < k1 {
-            // Fewer than LANES pairs left: the reference, which performs the same operations.
-            scalar::sin_rows(rows, ch, kend, k1, j0, j1);
+        if m2 < m {
+            // Fewer than LANES columns left: the reference, which performs the same operations.
+            scalar::sin_cols(rows, sp, m2, m, j0, j1);
         }
     }
 
