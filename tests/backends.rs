@@ -839,7 +839,7 @@ fn sinusoidal_vs_scalar() {
 }
 
 /// `fill` over long runs, every backend vs Scalar bitwise: runs that span several row groups
-/// and anchor blocks of the recurrence, start and end inside blocks and inside
+/// and 256-row anchor blocks of the recurrence, start and end inside blocks and inside
 /// passes, and spans of columns with a strip of fewer than 2·LANES columns and a tail of
 /// fewer than LANES (d = 88: interleaved 88 = 5·16 + 8; split 44 = 2·16 + 8 + 4 on AVX2). A
 /// sub-range fill gives bitwise the same rows as the long one.
