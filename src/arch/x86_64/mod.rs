@@ -254,6 +254,9 @@ unsafe fn sin_row<I: Isa, T: Element, const V: usize, const FULL: bool>(
     (jj, j0, j1): (usize, usize, usize),
 ) {
     if FULL || (jj >= j0 && jj < j1) {
+        // SAFETY: `j0 ≤ jj < j1` (tested, or `sin_pass` asserted it for the whole pass), so
+        // the row is one of those at `base`; its columns `col .. col + V·LANES/2` end by `d`
+        // (the caller's precondition, which `sin_rows` asserts once per span).
         let row = base.add((jj - j0) * d + col);
         for v in (0..V).step_by(2) {
             st::<I, T>(I::narrow(y[v], y[v + 1]), row.add(v * I::LANES / 2));
@@ -301,7 +304,6 @@ unsafe fn sin_pass<I: Isa, T: Element, const V: usize, const FULL: bool>(
 
 /// [`sin_pass`] over a span's strips `c .. cend` of `V·LANES/2` columns.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn sin_strips<I: Isa, T: Element, const V: usize, const FULL: bool>(
     base: *mut T,
     sp: &SinCols<'_>,
