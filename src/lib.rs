@@ -81,7 +81,7 @@
 //!   which NaN survives an operation is unspecified).
 //! * Sinusoidal tables use frequencies and angles formed in f64, so they match the f64 formula
 //!   within 2.4e-7 at every position below 2^24. [`Sinusoidal::fill`] (consecutive positions)
-//!   gets there by an f64 rotation recurrence restarted every 64 positions (within ≈ 5e-8),
+//!   gets there by an f64 recurrence restarted every 256 positions (within ≈ 5e-8),
 //!   the other entry points by one reduction per value; the two are not bitwise equal.
 //! * Bad input gets a typed [`Error`] before anything is written: a call that fails leaves every
 //!   buffer untouched, and no input makes a public function panic.
