@@ -697,8 +697,8 @@ pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {
 /// the square of the block length (below) and stays 1000× below the f32 rounding.
 pub(crate) const SIN_BLOCK: u64 = 256;
 /// Output bytes per row group of the recurrence (see [`sinusoidal_run`]): an L2's worth on
-/// Zen 3 (512 KiB). 128 KiB groups (steps recomputed every 64 rows at d_model 512) measured
-/// no faster.
+/// Zen 3 (512 KiB), at least one anchor block (256 rows, 512 KiB at d_model 512 f32). With
+/// 64-row blocks, 128 KiB groups (steps recomputed every 64 rows) measured no faster.
 const SIN_GROUP_BYTES: u64 = 512 << 10;
 /// Frequencies per chunk of the recurrence.
 pub(crate) const SIN_CHUNK: usize = CHUNK;
