@@ -6,9 +6,9 @@
 //! generic driver. Fed the tables `fill_cos_sin` writes (bitwise the fast path's own cos/sin,
 //! attention factor included), both must give identical bits: same cos/sin, same fused
 //! expressions. Shapes cover rotary dims the fast path takes (multiples of 8 / 16 pairs) and
-//! ones it declines, partial rotary (head stride ≠ window), odd and even head counts (the
-//! two-heads-per-pass loop and its single-head remainder), and 1–5 tokens (the pipeline's
-//! first, middle and last tokens). On backends without a fast path (scalar, portable) the
+//! ones it declines, partial rotary (head stride ≠ window), 1–9 heads (interleaved decode's
+//! four-heads-per-pass loop, the two-heads-per-pass loop and their remainders), and 1–5
+//! tokens (the pipeline's first, middle and last tokens). On backends without a fast path (scalar, portable) the
 //! test still holds and checks the generic driver against itself through both entry points.
 
 use posenc::{Backend, Element, Layout, Rope, apply_with_table_on, bf16, f16};
@@ -90,7 +90,7 @@ fn fast_path_is_bitwise_the_generic_driver_on_every_shape() {
                 (256, 128),
                 (288, 144),
             ] {
-                for n_heads in 1..=5 {
+                for n_heads in 1..=9 {
                     for tokens in [1, 2, 3, 5] {
                         let pos = &positions[..tokens];
                         let seed = (head_dim * 31 + n_heads * 7 + tokens) as u64;

@@ -49,31 +49,40 @@ fn close<T: Element>(backend: Backend, bitwise: bool, got: &[T], want: &[T], sca
 }
 
 fn rope_case<T: Element>(layout: Layout, head_dim: usize, rotary_dim: usize) {
+    rope_shape::<T>(layout, head_dim, rotary_dim, &[-3, 70_000], 3);
+}
+
+fn rope_shape<T: Element>(
+    layout: Layout,
+    head_dim: usize,
+    rotary_dim: usize,
+    positions: &[i32],
+    heads: usize,
+) {
     let cfg = RopeConfig::new(head_dim, 10_000.0, layout).rotary_dim(rotary_dim);
     let rope = Rope::new(&cfg).unwrap();
-    let (tokens, heads) = (2, 3);
-    let positions = [-3, 70_000];
+    let tokens = positions.len();
     let x0: Vec<T> = data(tokens * heads * head_dim, head_dim as u32);
     let mut want = x0.clone();
     rope.with_backend(Backend::Scalar)
         .unwrap()
-        .apply(&mut want, heads, &positions)
+        .apply(&mut want, heads, positions)
         .unwrap();
     let half = rotary_dim / 2;
     let (mut cos, mut sin) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
-    rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
+    rope.fill_cos_sin(positions, &mut cos, &mut sin).unwrap();
     for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
         let r = rope.with_backend(b).unwrap();
         let mut x = x0.clone();
-        r.apply(&mut x, heads, &positions).unwrap();
+        r.apply(&mut x, heads, positions).unwrap();
         close(b, b.matches_scalar_bitwise(), &x, &want, 4.0);
-        r.apply_inverse(&mut x, heads, &positions).unwrap();
+        r.apply_inverse(&mut x, heads, positions).unwrap();
         close(b, false, &x, &x0, 8.0);
         let mut y = x0.clone();
         apply_with_table_on(b, &mut y, heads, head_dim, layout, &cos, &sin).unwrap();
         close(b, b.matches_scalar_bitwise(), &y, &want, 4.0);
         let (mut c2, mut s2) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
-        r.fill_cos_sin(&positions, &mut c2, &mut s2).unwrap();
+        r.fill_cos_sin(positions, &mut c2, &mut s2).unwrap();
         assert_eq!(
             c2, cos,
             "{b:?}: cos/sin tables are bitwise identical on every backend"
@@ -102,6 +111,16 @@ fn rope_every_backend_dtype_layout_tail() {
             }
             rope_case::<bf16>(layout, hd, rd);
         }
+    }
+}
+
+/// One token (decode) with 7 heads: the x86 fast path's interleaved four-heads-per-pass
+/// loop, then its two-head and one-head remainders.
+#[test]
+fn rope_decode_many_heads() {
+    for layout in [Layout::Interleaved, Layout::RotateHalf] {
+        rope_shape::<f32>(layout, 64, 64, &[70_000], 7);
+        rope_shape::<bf16>(layout, 64, 64, &[-3], 7);
     }
 }
 

@@ -8,7 +8,9 @@
 //! * rotate_half: two heads per pass, sharing each table load (a head is only 16 vectors
 //!   at head_dim 128 on AVX2, so table loads are otherwise half of all loads).
 //!   Interleaved: one head per pass; two measured 2× slower at 4096 tokens and no faster
-//!   elsewhere. (De-interleaving in registers so that interleaved could use rotate_half's
+//!   elsewhere. At decode (one token, in L1) four heads per pass share each table load:
+//!   ceiling/rope 0.43–0.47 against 0.38–0.44 with two (f32), f16 0.72–0.76 against
+//!   0.60–0.66 (five alternating runs of the two builds). (De-interleaving in registers so that interleaved could use rotate_half's
 //!   per-pair tables was tried too: four shuffles per two vectors cost more than the table
 //!   loads they save.)
 //! * The next token's table is computed one block after each pass, in the shadow of the
@@ -233,11 +235,21 @@ impl<I: Isa> Run<'_, I> {
                 let x = target.x.as_mut_ptr();
                 for span in target.spans {
                     // SAFETY: `in_bounds` proved every window of every token of this span
-                    // lies in `target.x`; heads `h` and `h + 1` (when `h + 1 < n_heads`) are
-                    // two of those windows, and `rotate2` stays inside them.
+                    // lies in `target.x`; heads `h .. h + 4` (when `h + 3 < n_heads`) and
+                    // `h`, `h + 1` (when `h + 1 < n_heads`) are among those windows, and
+                    // `rotate4_il` / `rotate2` stay inside them.
                     let base = x.add(span.offset + t * span.token_stride);
                     let (n, hs) = (span.n_heads, span.head_stride);
                     let mut h = 0;
+                    if IL && tokens == 1 {
+                        // A single token is in L1: four heads share each table load (the
+                        // pairs below take the rest).
+                        while h + 3 < n {
+                            self.rotate4_il::<T>(base.add(h * hs), hs, cur);
+                            self.advance::<IL>(&mut next, blocks);
+                            h += 4;
+                        }
+                    }
                     while h + 1 < n {
                         let p0 = base.add(h * hs);
                         if IL && tokens > 1 {
@@ -270,6 +282,25 @@ impl<I: Isa> Run<'_, I> {
         if next.done < blocks {
             self.table_block::<IL>(next.p, next.done, next.tab);
             next.done += 1;
+        }
+    }
+
+    /// Interleaved: rotates the four windows at `p0 + i·hs` (`i < 4`) with one token's
+    /// table, each table vector loaded once for all four.
+    ///
+    /// # Safety
+    /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < 4`) are writable windows; the tier's features.
+    #[inline(always)]
+    unsafe fn rotate4_il<T: Element>(&self, p0: *mut T, hs: usize, tab: &Tab) {
+        let l = I::LANES;
+        let (tc, ts) = (tab.c.as_ptr().cast::<f32>(), tab.s.as_ptr().cast::<f32>());
+        // SAFETY: as in `rotate2`: table offsets below `2·half` (all written), window offsets
+        // below `2·half` in each of the four windows (caller).
+        for k in (0..2 * self.half).step_by(l) {
+            let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+            for i in 0..4 {
+                inter::<I, T>(p0.add(i * hs + k), c, s);
+            }
         }
     }
 
