@@ -8,9 +8,11 @@
 //! * rotate_half: two heads per pass, sharing each table load (a head is only 16 vectors
 //!   at head_dim 128 on AVX2, so table loads are otherwise half of all loads).
 //!   Interleaved: one head per pass; two measured 2× slower at 4096 tokens and no faster
-//!   elsewhere. At decode (one token, in L1) four heads per pass share each table load:
-//!   ceiling/rope 0.43–0.47 against 0.38–0.44 with two (f32), f16 0.72–0.76 against
-//!   0.60–0.66 (five alternating runs of the two builds). (De-interleaving in registers so that interleaved could use rotate_half's
+//!   elsewhere. At decode (one token, in L1) both layouts take four heads per pass, sharing
+//!   each table load (five alternating runs of the two builds, ceiling/rope): interleaved
+//!   f32 0.43–0.47 against 0.38–0.44 with two, f16 0.72–0.76 against 0.60–0.66;
+//!   rotate_half f32 unchanged (0.54–0.56), bf16 0.79–0.81 against 0.75–0.79, f16
+//!   0.78–0.80 against 0.74–0.76. (De-interleaving in registers so that interleaved could use rotate_half's
 //!   per-pair tables was tried too: four shuffles per two vectors cost more than the table
 //!   loads they save.)
 //! * The next token's table is computed one block after each pass, in the shadow of the
@@ -237,15 +239,15 @@ impl<I: Isa> Run<'_, I> {
                     // SAFETY: `in_bounds` proved every window of every token of this span
                     // lies in `target.x`; heads `h .. h + 4` (when `h + 3 < n_heads`) and
                     // `h`, `h + 1` (when `h + 1 < n_heads`) are among those windows, and
-                    // `rotate4_il` / `rotate2` stay inside them.
+                    // `rotate4` / `rotate2` stay inside them.
                     let base = x.add(span.offset + t * span.token_stride);
                     let (n, hs) = (span.n_heads, span.head_stride);
                     let mut h = 0;
-                    if IL && tokens == 1 {
+                    if tokens == 1 {
                         // A single token is in L1: four heads share each table load (the
                         // pairs below take the rest).
                         while h + 3 < n {
-                            self.rotate4_il::<T>(base.add(h * hs), hs, cur);
+                            self.rotate4::<T, IL>(base.add(h * hs), hs, cur);
                             self.advance::<IL>(&mut next, blocks);
                             h += 4;
                         }
@@ -285,21 +287,31 @@ impl<I: Isa> Run<'_, I> {
         }
     }
 
-    /// Interleaved: rotates the four windows at `p0 + i·hs` (`i < 4`) with one token's
-    /// table, each table vector loaded once for all four.
+    /// Rotates the four windows at `p0 + i·hs` (`i < 4`) with one token's table, each table
+    /// vector loaded once for all four.
     ///
     /// # Safety
     /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < 4`) are writable windows; the tier's features.
     #[inline(always)]
-    unsafe fn rotate4_il<T: Element>(&self, p0: *mut T, hs: usize, tab: &Tab) {
-        let l = I::LANES;
+    unsafe fn rotate4<T: Element, const IL: bool>(&self, p0: *mut T, hs: usize, tab: &Tab) {
+        let (l, half) = (I::LANES, self.half);
         let (tc, ts) = (tab.c.as_ptr().cast::<f32>(), tab.s.as_ptr().cast::<f32>());
-        // SAFETY: as in `rotate2`: table offsets below `2·half` (all written), window offsets
-        // below `2·half` in each of the four windows (caller).
-        for k in (0..2 * self.half).step_by(l) {
-            let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-            for i in 0..4 {
-                inter::<I, T>(p0.add(i * hs + k), c, s);
+        // SAFETY: as in `rotate2`: table offsets below `half`, resp. `2·half` (all written),
+        // and window offsets below `2·half` in each of the four windows (caller).
+        if IL {
+            for k in (0..2 * half).step_by(l) {
+                let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                for i in 0..4 {
+                    inter::<I, T>(p0.add(i * hs + k), c, s);
+                }
+            }
+        } else {
+            for k in (0..half).step_by(l) {
+                let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
+                for i in 0..4 {
+                    let p = p0.add(i * hs);
+                    half_pair::<I, T>(p.add(k), p.add(half + k), c, s);
+                }
             }
         }
     }
