@@ -12,9 +12,9 @@
 //!   each table load (five alternating runs of the two builds, ceiling/rope): interleaved
 //!   f32 0.43–0.47 against 0.38–0.44 with two, f16 0.72–0.76 against 0.60–0.66;
 //!   rotate_half f32 unchanged (0.54–0.56), bf16 0.79–0.81 against 0.75–0.79, f16
-//!   0.78–0.80 against 0.74–0.76. (De-interleaving in registers so that interleaved could use rotate_half's
-//!   per-pair tables was tried too: four shuffles per two vectors cost more than the table
-//!   loads they save.)
+//!   0.78–0.80 against 0.74–0.76. (De-interleaving in registers so that interleaved could
+//!   use rotate_half's per-pair tables was tried too: four shuffles per two vectors cost
+//!   more than the table loads they save.)
 //! * The next token's table is computed one block after each pass, in the shadow of the
 //!   memory stream, instead of stalling it once per token. A single token (decode) has no
 //!   next token; splitting it into two passes over its pairs, to compute the second half of
@@ -237,9 +237,9 @@ impl<I: Isa> Run<'_, I> {
                 let x = target.x.as_mut_ptr();
                 for span in target.spans {
                     // SAFETY: `in_bounds` proved every window of every token of this span
-                    // lies in `target.x`; heads `h .. h + 4` (when `h + 3 < n_heads`) and
-                    // `h`, `h + 1` (when `h + 1 < n_heads`) are among those windows, and
-                    // `rotate4` / `rotate2` stay inside them.
+                    // lies in `target.x`; heads `h .. h + H` (`h + H ≤ n_heads`, checked
+                    // before each call) are among those windows, and `rotate` stays inside
+                    // them.
                     let base = x.add(span.offset + t * span.token_stride);
                     let (n, hs) = (span.n_heads, span.head_stride);
                     let mut h = 0;
@@ -247,7 +247,7 @@ impl<I: Isa> Run<'_, I> {
                         // A single token is in L1: four heads share each table load (the
                         // pairs below take the rest).
                         while h + 3 < n {
-                            self.rotate4::<T, IL>(base.add(h * hs), hs, cur);
+                            self.rotate::<T, IL, 4>(base.add(h * hs), hs, cur);
                             self.advance::<IL>(&mut next, blocks);
                             h += 4;
                         }
@@ -258,16 +258,16 @@ impl<I: Isa> Run<'_, I> {
                             // Interleaved heads one at a time when streaming: two at once
                             // measured 2× slower at 512–4096 tokens. A single token is in
                             // L1, where sharing the table loads pays.
-                            self.rotate2::<T, IL>(p0, None, cur);
-                            self.rotate2::<T, IL>(p0.add(hs), None, cur);
+                            self.rotate::<T, IL, 1>(p0, hs, cur);
+                            self.rotate::<T, IL, 1>(p0.add(hs), hs, cur);
                         } else {
-                            self.rotate2::<T, IL>(p0, Some(p0.add(hs)), cur);
+                            self.rotate::<T, IL, 2>(p0, hs, cur);
                         }
                         self.advance::<IL>(&mut next, blocks);
                         h += 2;
                     }
                     if h < n {
-                        self.rotate2::<T, IL>(base.add(h * hs), None, cur);
+                        self.rotate::<T, IL, 1>(base.add(h * hs), hs, cur);
                         self.advance::<IL>(&mut next, blocks);
                     }
                 }
@@ -287,83 +287,36 @@ impl<I: Isa> Run<'_, I> {
         }
     }
 
-    /// Rotates the four windows at `p0 + i·hs` (`i < 4`) with one token's table, each table
-    /// vector loaded once for all four.
+    /// Rotates the `H` windows at `p0 + i·hs` (`i < H`) with one token's table; each table
+    /// vector is loaded once for all of them.
     ///
     /// # Safety
-    /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < 4`) are writable windows; the tier's features.
+    /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < H`) are writable windows; the tier's features.
     #[inline(always)]
-    unsafe fn rotate4<T: Element, const IL: bool>(&self, p0: *mut T, hs: usize, tab: &Tab) {
+    unsafe fn rotate<T: Element, const IL: bool, const H: usize>(
+        &self,
+        p0: *mut T,
+        hs: usize,
+        tab: &Tab,
+    ) {
         let (l, half) = (I::LANES, self.half);
         let (tc, ts) = (tab.c.as_ptr().cast::<f32>(), tab.s.as_ptr().cast::<f32>());
-        // SAFETY: as in `rotate2`: table offsets below `half`, resp. `2·half` (all written),
-        // and window offsets below `2·half` in each of the four windows (caller).
+        // SAFETY: offsets stay below `2·half ≤ 2·MAX_HALF` (tables: entries below `half`,
+        // resp. `2·half`, all written by `table_block` before this token's pass, see `Tab`)
+        // and `2·half` in each window (caller).
         if IL {
             for k in (0..2 * half).step_by(l) {
                 let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                for i in 0..4 {
+                for i in 0..H {
                     inter::<I, T>(p0.add(i * hs + k), c, s);
                 }
             }
         } else {
             for k in (0..half).step_by(l) {
                 let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                for i in 0..4 {
+                for i in 0..H {
                     let p = p0.add(i * hs);
                     half_pair::<I, T>(p.add(k), p.add(half + k), c, s);
-                }
-            }
-        }
-    }
-
-    /// Rotates the window at `p0` and, if given, the one at `p1` with one token's table;
-    /// each table vector is loaded once for both.
-    ///
-    /// # Safety
-    /// `p0 .. p0 + 2·half` (and `p1 ..`) are writable windows; the tier's features.
-    #[inline(always)]
-    unsafe fn rotate2<T: Element, const IL: bool>(
-        &self,
-        p0: *mut T,
-        p1: Option<*mut T>,
-        tab: &Tab,
-    ) {
-        let l = I::LANES;
-        let half = self.half;
-        let (tc, ts) = (tab.c.as_ptr().cast::<f32>(), tab.s.as_ptr().cast::<f32>());
-        // SAFETY: offsets stay below `2·half ≤ 2·MAX_HALF` (tables: entries below `half`,
-        // resp. `2·half`, all written by `table_block` before this token's pass, see `Tab`)
-        // and `2·half` (the windows, caller).
-        if IL {
-            match p1 {
-                Some(p1) => {
-                    for k in (0..2 * half).step_by(l) {
-                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                        inter::<I, T>(p0.add(k), c, s);
-                        inter::<I, T>(p1.add(k), c, s);
-                    }
-                }
-                None => {
-                    for k in (0..2 * half).step_by(l) {
-                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                        inter::<I, T>(p0.add(k), c, s);
-                    }
-                }
-            }
-        } else {
-            match p1 {
-                Some(p1) => {
-                    for k in (0..half).step_by(l) {
-                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                        half_pair::<I, T>(p0.add(k), p0.add(half + k), c, s);
-                        half_pair::<I, T>(p1.add(k), p1.add(half + k), c, s);
-                    }
-                }
-                None => {
-                    for k in (0..half).step_by(l) {
-                        let (c, s) = (I::ld_f32(tc.add(k)), I::ld_f32(ts.add(k)));
-                        half_pair::<I, T>(p0.add(k), p0.add(half + k), c, s);
-                    }
                 }
             }
         }
