@@ -286,11 +286,11 @@ pub(crate) trait Kernels {
         }
     }
     /// Rows `j0 .. j1` of one anchor block, the columns of one span (see [`SinCols`]);
-    /// `rows` holds exactly those rows. The default is [`scalar::sin_cols`] over the whole
-    /// span; a backend may vectorise it as long as every value gets exactly its operations.
+    /// `rows` holds exactly those rows. The default is [`scalar::sin_cols`]; a backend may
+    /// vectorise it as long as every value gets exactly its operations.
     #[inline(always)]
     fn sin_rows<T: Element>(rows: &mut [T], sp: &SinCols<'_>, j0: usize, j1: usize) {
-        scalar::sin_cols(rows, sp, 0, sp.k.len(), j0, j1)
+        scalar::sin_cols(rows, sp, j0, j1)
     }
     /// Writes (or adds) sin/cos of pairs `i0 .. i0 + sin.len()` into one sinusoidal row
     /// ([`scalar::write_sinusoid`], which a backend may vectorise with the same operations:

@@ -104,51 +104,49 @@ pub(crate) fn write_sinusoid<T: Element>(
     }
 }
 
-/// The sinusoidal recurrence for columns `c0 .. c1` of a span, rows `j0 .. j1` of its anchor
-/// block (`rows` holds exactly those rows): see [`SinCols`] for the operations. Rows before
-/// `j0` are stepped through but not written.
+/// The sinusoidal recurrence for one span, rows `j0 .. j1` of its anchor block (`rows` holds
+/// exactly those rows): see [`SinCols`] for the operations. Rows before `j0` are stepped
+/// through but not written. Row by row, so that a compiler can vectorise across columns.
 #[inline(always)]
-pub(crate) fn sin_cols<T: Element>(
-    rows: &mut [T],
-    sp: &SinCols<'_>,
-    c0: usize,
-    c1: usize,
-    j0: usize,
-    j1: usize,
-) {
-    let (d, col0) = (sp.d, sp.col0);
-    if c1 - c0 < 8 {
-        // A few columns (what an x86 tier leaves over): down each column. Row by row, the
-        // loops below got vectorised inside the AVX2 tier with masked stores, which are slow
-        // on Zen 3 (a 4096 × 130 split fill took 1.5× as long as this).
-        for c in c0..c1 {
-            let (mut p, mut q, k) = (sp.y0[c], sp.y1[c], sp.k[c]);
-            for j in 0..j1 {
-                if j >= j0 {
-                    rows[(j - j0) * d + col0 + c] = T::from_f32(p as f32);
-                }
-                (p, q) = (q, k * q - p);
-            }
-        }
-        return;
-    }
+pub(crate) fn sin_cols<T: Element>(rows: &mut [T], sp: &SinCols<'_>, j0: usize, j1: usize) {
+    let (d, col0, m) = (sp.d, sp.col0, sp.k.len());
     let mut prev = [0.0f64; 2 * SIN_CHUNK];
     let mut cur = [0.0f64; 2 * SIN_CHUNK];
-    let m = c1 - c0;
     let (prev, cur) = (&mut prev[..m], &mut cur[..m]);
-    prev.copy_from_slice(&sp.y0[c0..c1]);
-    cur.copy_from_slice(&sp.y1[c0..c1]);
-    let k = &sp.k[c0..c1];
+    prev.copy_from_slice(sp.y0);
+    cur.copy_from_slice(sp.y1);
     for j in 0..j1 {
         if j >= j0 {
-            let row = &mut rows[(j - j0) * d + col0 + c0..][..m];
+            let row = &mut rows[(j - j0) * d + col0..][..m];
             for (o, &y) in row.iter_mut().zip(prev.iter()) {
                 *o = T::from_f32(y as f32);
             }
         }
-        for ((p, q), &k) in prev.iter_mut().zip(cur.iter_mut()).zip(k) {
+        for ((p, q), &k) in prev.iter_mut().zip(cur.iter_mut()).zip(sp.k) {
             (*p, *q) = (*q, k * *q - *p);
         }
+    }
+}
+
+/// [`sin_cols`] for the single column `c`, down the rows: the same operations. The x86
+/// tiers use it for the few columns left after their vectors, where the row-by-row loops,
+/// compiled inside the AVX2 tier, became masked stores that are slow on Zen 3 (a 4096 × 130
+/// split fill took 1.5× as long).
+#[inline(always)]
+pub(crate) fn sin_col<T: Element>(
+    rows: &mut [T],
+    sp: &SinCols<'_>,
+    c: usize,
+    j0: usize,
+    j1: usize,
+) {
+    let (d, col) = (sp.d, sp.col0 + c);
+    let (mut p, mut q, k) = (sp.y0[c], sp.y1[c], sp.k[c]);
+    for j in 0..j1 {
+        if j >= j0 {
+            rows[(j - j0) * d + col] = T::from_f32(p as f32);
+        }
+        (p, q) = (q, k * q - p);
     }
 }
 

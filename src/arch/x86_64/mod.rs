@@ -580,9 +580,9 @@ impl<I: Isa> Kernels for Tier<I> {
             }
             j += PASS;
         }
-        if m2 < m {
-            // Fewer than LANES columns left: the reference, which performs the same operations.
-            scalar::sin_cols(rows, sp, m2, m, j0, j1);
+        // Fewer than LANES columns left: the reference's operations, one column at a time.
+        for c in m2..m {
+            scalar::sin_col(rows, sp, c, j0, j1);
         }
     }
 
