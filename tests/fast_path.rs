@@ -6,10 +6,11 @@
 //! generic driver. Fed the tables `fill_cos_sin` writes (bitwise the fast path's own cos/sin,
 //! attention factor included), both must give identical bits: same cos/sin, same fused
 //! expressions. Shapes cover rotary dims the fast path takes (multiples of 8 / 16 pairs) and
-//! ones it declines, partial rotary (head stride ≠ window), 1–9 heads (interleaved decode's
+//! ones it declines, partial rotary (head stride ≠ window), 1–9 heads (decode's
 //! four-heads-per-pass loop, the two-heads-per-pass loop and their remainders), and 1–5
-//! tokens (the pipeline's first, middle and last tokens). On backends without a fast path (scalar, portable) the
-//! test still holds and checks the generic driver against itself through both entry points.
+//! tokens (the pipeline's first, middle and last tokens). On backends without a fast path
+//! (scalar, portable) the test still holds and checks the generic driver against itself
+//! through both entry points.
 
 use posenc::{Backend, Element, Layout, Rope, apply_with_table_on, bf16, f16};
 use proptest::prelude::*;

@@ -693,8 +693,9 @@ pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {
 /// Rows per anchor block of the sinusoidal recurrence (see [`sinusoidal_run`]). Each block
 /// starts with two f64 `sin/cos` per frequency; at 64 rows that was a sixth of the work.
 /// On a 4096 × 512 f32 fill (Zen 3, one process timing each build in turn, medians of 41),
-/// 256 took 0.78–0.88× the time of 64, 128 0.84–0.91×, and 512 0.99–1.07× that of 256. The error grows with
-/// the square of the block length (below) and stays 1000× below the f32 rounding.
+/// 256 took 0.78–0.88× the time of 64, 128 0.84–0.91×, and 512 0.99–1.07× that of 256.
+/// The error grows with the square of the block length (below) and stays 1000× below the
+/// f32 rounding.
 pub(crate) const SIN_BLOCK: u64 = 256;
 /// Output bytes per row group of the recurrence (see [`sinusoidal_run`]): an L2's worth on
 /// Zen 3 (512 KiB), at least one anchor block (256 rows, 512 KiB at d_model 512 f32). With
