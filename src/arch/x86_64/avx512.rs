@@ -182,7 +182,7 @@ impl Isa for Avx512 {
 }
 
 /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
-/// `half::bf16::from_f32` (see `avx2::bf16_bits`).
+/// `half::bf16::from_f32` (see `avx2::bf16_hi`).
 #[inline(always)]
 unsafe fn bf16_bits(v: __m512) -> __m512i {
     let x = _mm512_castps_si512(v);
