@@ -22,6 +22,18 @@
 //!   Also slower or no better: software prefetch 1–4 KiB ahead (better at 4096 tokens,
 //!   worse at 64–512), fully unrolled loops for head_dim 128, two cos/sin blocks computed as
 //!   interleaved chains.
+//! * What that table costs at 64–512 tokens: about what computing it alone costs
+//!   (`fill_cos_sin`, ~3 ns per token-head, the exact-angle contract's f64 reduction), and
+//!   no placement hides it. A build that never recomputes the table (wrong results, timing
+//!   only; three alternating runs of the two builds) measured, as ratios to the ceiling,
+//!   rotate_half f32 0.82–0.92 and f16 0.81–0.87, interleaved f32 0.65–0.78 and f16
+//!   0.70–0.75, against 0.61–0.80, 0.64–0.67, 0.52–0.66 and 0.53–0.58 with it (f16 then
+//!   against the older, slower f16 ceiling: see `Avx2::st_f16`). Computing
+//!   its blocks spread evenly over a token's passes, or all after the token's last pass,
+//!   measured the same as one block after each pass, within noise. Also tried there:
+//!   rotate_half one head per pass, with or without the head's loop fully unrolled
+//!   (17–21 ns per token-head at 64 tokens against 14–16; a stand-alone kernel with
+//!   precomputed tables gained 5–10% from the same change).
 //! * Where the rest goes (stand-alone AVX2 kernels, tables already computed, ns per
 //!   token-head at 8 / 64 / 512 tokens, ranges over four runs): the table loads. rotate_half
 //!   one head per pass is 7.9–8.4 / 8.6–9.7 / 9.4–10.4 with its table loaded from L1,
