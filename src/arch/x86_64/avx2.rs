@@ -224,8 +224,8 @@ unsafe fn bf16_hi(v: __m256) -> __m256i {
     let quiet = _mm256_or_si256(x, _mm256_set1_epi32(0x0040_0000));
     // NaN lanes by an unordered compare, an FP instruction: it leaves the integer pipes, which
     // the rest of this sequence keeps busy. Comparing `|x|` with the infinity pattern as
-    // integers (two instructions) measured 1.2–1.3× the time of the bf16 ceiling pass and
-    // 1.1× that of RoPE bf16 (one process timing both builds, 1–4096 tokens).
+    // integers (two instructions) measured 1.11–1.35× the time of the bf16 ceiling pass and
+    // 1.07–1.15× that of RoPE bf16 (one process timing both builds, 1–4096 tokens).
     let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
     _mm256_blendv_epi8(rounded, quiet, nan)
 }
