@@ -148,7 +148,7 @@ impl Isa for Avx2 {
         // process timing both builds (medians of 41 rounds, 32 heads × 128), the f16 ceiling
         // pass took 0.75–0.82× the time at 1–512 tokens and RoPE f16 0.84–0.94× (no change
         // at 4096, where memory bounds both). Loads stay folded (`vcvtph2ps` from memory):
-        // splitting them measured 1.2–1.4× slower.
+        // splitting them the same way measured RoPE f16 1.15–1.37× slower.
         #[cfg(not(miri))]
         // SAFETY: `dst .. dst + 8` (16 bytes) is writable, this function's contract; the
         // instruction writes exactly those bytes (unaligned store), uses no stack and leaves
@@ -208,7 +208,7 @@ impl Isa for Avx2 {
     }
 }
 
-/// `_mm_shuffle_epi8` index that writes a zero byte.
+/// A byte-shuffle index (high bit set) that writes a zero byte.
 const Z: i8 = -128;
 
 /// The bf16 bit pattern of each lane in the high 16 bits of a 32-bit lane (the low 16 bits
