@@ -1,7 +1,7 @@
 //! Multi-axis positions: M-RoPE (Qwen2-VL, Qwen3-VL) and 2-D vision RoPE.
 
 use crate::error::Error;
-use crate::rope::{MAX_PAIRS, Scaling};
+use crate::scaling::{MAX_PAIRS, Scaling};
 
 /// How many positions a token has and which axis each rotary pair follows.
 ///
@@ -114,7 +114,7 @@ impl Axes {
                 }
                 let quarter = pairs / 2;
                 let mut half_freq = [0.0f32; MAX_PAIRS];
-                crate::freq::default_inv_freq(base, pairs, &mut half_freq);
+                crate::scaling::default_inv_freq(base, pairs, &mut half_freq);
                 for j in 0..pairs {
                     inv_freq[j] = half_freq[j % quarter];
                     axis[j] = (j >= quarter) as u8;

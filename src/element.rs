@@ -51,36 +51,11 @@ impl Dtype {
 }
 
 pub(crate) mod sealed {
-    use half::{bf16, f16};
-
-    /// A slice of one concrete element type, so a backend can specialise per dtype without
-    /// pointer casts.
-    #[allow(dead_code)] // the variants are matched by the x86 tiers
-    pub enum SliceMut<'a> {
-        F32(&'a mut [f32]),
-        F16(&'a mut [f16]),
-        Bf16(&'a mut [bf16]),
-    }
-
-    pub trait Sealed: Sized {
-        #[allow(dead_code)]
-        fn slice_mut(x: &mut [Self]) -> SliceMut<'_>;
-    }
-    impl Sealed for f32 {
-        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
-            SliceMut::F32(x)
-        }
-    }
-    impl Sealed for f16 {
-        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
-            SliceMut::F16(x)
-        }
-    }
-    impl Sealed for bf16 {
-        fn slice_mut(x: &mut [Self]) -> SliceMut<'_> {
-            SliceMut::Bf16(x)
-        }
-    }
+    /// Seals [`super::Element`]: the kernels rely on exactly three representations.
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
 /// A storage type posenc reads and writes: `f32`, `half::f16` or `half::bf16`.

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use crate::arch::Backend;
+use crate::types::Backend;
 use core::fmt;
 
 /// Why a posenc call refused its input.

@@ -13,7 +13,7 @@
 //! let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf)).unwrap();
 //! let positions = [0, 1, 2, 3];
 //! let mut q = vec![0.5f32; 4 * 32 * 128];
-//! let mut k = vec![half::bf16::from_f32(0.5); 4 * 8 * 128];
+//! let mut k = vec![posenc::bf16::from_f32(0.5); 4 * 8 * 128];
 //! rope.apply(&mut q, 32, &positions).unwrap();
 //! rope.apply(&mut k, 8, &positions).unwrap();
 //! ```
@@ -116,59 +116,50 @@
 //! rope.apply_axes(&mut k, 4, &[[7, 7, 7], [8, 3, 5]]).unwrap(); // a text token, an image patch
 //! ```
 //!
-//! ## Features
-//! | feature | default | effect |
-//! |---|---|---|
-//! | `std` | yes | runtime CPU detection; results never change with it |
-//!
-//! Without `std` the crate is `#![no_std]` (uses `libm`) and builds for bare-metal targets
-//! such as `thumbv7em-none-eabihf`.
 #![no_std]
 #![deny(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
-mod alibi;
-mod arch;
 mod axes;
+mod companions;
 mod element;
+mod engine;
 mod error;
-mod freq;
 #[cfg(feature = "rayon")]
 mod parallel;
-mod permute;
-pub mod presets;
 mod rope;
+mod scaling;
 mod sinusoidal;
-mod t5;
 mod trig;
+mod types;
 mod view;
 
-pub use alibi::{
+pub use axes::Axes;
+pub use companions::alibi::{
     AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
     alibi_slopes_max_bias,
 };
-pub use arch::{Backend, memory_ceiling_pass};
-pub use axes::Axes;
-pub use element::{Dtype, Element};
-pub use error::Error;
-pub use half::{bf16, f16};
-#[cfg(feature = "rayon")]
-pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};
-pub use permute::{
+pub use companions::permute::{
     permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
     permute_to_rotate_half_in_place, permute_weight_to_interleaved,
     permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
     permute_weight_to_rotate_half_in_place,
 };
-pub use rope::{
-    Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling, Yarn, apply_with_table,
-    apply_with_table_on,
-};
-pub use sinusoidal::{Sinusoidal, SinusoidalLayout, fairseq_positions};
-pub use t5::{T5Buckets, t5_bucket};
+pub use companions::presets;
+pub use companions::t5::{T5Buckets, t5_bucket};
+pub use element::{Dtype, Element};
+pub use engine::ceiling::memory_ceiling_pass;
+pub use error::Error;
+pub use half::{bf16, f16};
+#[cfg(feature = "rayon")]
+pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};
+pub use rope::{Rope, RopeConfig, apply_with_table, apply_with_table_on};
+pub use scaling::{LongRope, MAX_ROTARY_DIM, Scaling, Yarn};
+pub use sinusoidal::{Sinusoidal, fairseq_positions};
 pub use trig::sin_cos_exact;
+pub use types::{Backend, Layout, Rounding, SinusoidalLayout};
 pub use view::{MAX_VIEWS, View};
 
 /// The README's code blocks, compiled and run as doctests so the front page cannot rot.

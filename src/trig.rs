@@ -68,6 +68,13 @@ pub(crate) fn quadrant<F: Copy + core::ops::Neg<Output = F>>(q: f64, s: F, c: F)
     (s, c)
 }
 
+/// [`quadrant`] with `k` read where the vector tiers read it: the low mantissa bits of
+/// `y = angle·(2/π) + ROUND_MAGIC` (equal to [`reduce`]'s `q` for |angle·2/π| < 2^51).
+#[inline(always)]
+pub(crate) fn quadrant_of<F: Copy + core::ops::Neg<Output = F>>(y: f64, s: F, c: F) -> (F, F) {
+    quadrant((y.to_bits() & 3) as f64, s, c)
+}
+
 /// `(sin, cos)` of an f64 angle, each within ~1e-7 of the true value for |angle| < 1e8.
 #[inline(always)]
 pub(crate) fn sin_cos(angle: f64) -> (f32, f32) {

@@ -1,6 +1,6 @@
 //! Strided views: which heads of a buffer to rotate.
 
-use crate::arch::Span;
+use crate::engine::job::Span;
 use crate::error::Error;
 
 /// At most this many views per [`Rope::apply_views`](crate::Rope::apply_views) call (Q and K

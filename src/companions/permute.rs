@@ -29,7 +29,7 @@
 //!   (the inverse is the other function).
 
 use crate::error::Error;
-use crate::rope::MAX_ROTARY_DIM;
+use crate::scaling::MAX_ROTARY_DIM;
 
 #[derive(Clone, Copy)]
 enum Dir {

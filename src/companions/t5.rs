@@ -2,7 +2,7 @@
 //! `T5Attention._relative_position_bucket` computes them, and the bias gather a runtime does
 //! with them.
 
-use crate::alibi::{Positions, block_len};
+use super::alibi::{Positions, block_len};
 use crate::error::Error;
 
 /// A validated T5 bucketing: `num_buckets`, `max_distance`, and whether attention is

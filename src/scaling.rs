@@ -1,4 +1,5 @@
-//! RoPE frequencies (`inv_freq`) as checkpoints define them.
+//! Frequency scaling: the [`Scaling`] schemes checkpoints ship with and the RoPE frequencies
+//! (`inv_freq`) and attention factor each one defines.
 //!
 //! Every framework keeps `inv_freq` in f32 and computes it in f32 in this order:
 //! `e_j = f32(2j) / f32(d)`, `q_j = f32(b^e_j)` (pow correctly rounded to f32), `ω_j = 1 / q_j`.
@@ -26,8 +27,333 @@
 //! factor) is checked finite at the end, so no input makes `Rope::new` panic or return NaN.
 
 use crate::error::Error;
-use crate::rope::{LongRope, MAX_PAIRS, Scaling, Yarn};
 use core::cmp::Ordering;
+
+/// The largest `rotary_dim` a [`Rope`](crate::Rope) supports: its frequencies live inline (no heap), in
+/// `MAX_ROTARY_DIM / 2` f32 slots. 512 covers every released RoPE model (the largest rotary
+/// dims in use are 256). `head_dim` itself has no limit.
+///
+/// ```
+/// use posenc::{Error, Layout, Rope, RopeConfig, MAX_ROTARY_DIM};
+/// let too_wide = RopeConfig::new(2 * MAX_ROTARY_DIM, 1e4, Layout::RotateHalf);
+/// assert!(matches!(Rope::new(&too_wide), Err(Error::RotaryDimTooLarge { .. })));
+/// ```
+pub const MAX_ROTARY_DIM: usize = 512;
+/// Frequency slots a [`crate::Rope`] keeps inline.
+pub(crate) const MAX_PAIRS: usize = MAX_ROTARY_DIM / 2;
+
+/// Frequency-scaling scheme, with parameters named as in HuggingFace configs.
+///
+/// Every variant is implemented. Each reproduces HuggingFace transformers 5.x
+/// (`modeling_rope_utils.py`) in HF's own mix of f32 tensor and f64 Python arithmetic, so
+/// [`Rope::inv_freq`](crate::Rope::inv_freq) equals HF's f32 `inv_freq` buffer and [`Rope::attention_factor`](crate::Rope::attention_factor) equals
+/// HF's `attention_scaling` rounded to f32. `d` below is the rotary dim, `b` the base,
+/// `ω_j = 1 / f32(b^(f32(2j)/f32(d)))` the unscaled frequencies.
+///
+/// The one deliberate difference: posenc's `b^e` is correctly rounded to f32, while torch's CPU
+/// pow (SLEEF, ≤ 1 ulp) rounds the other way when the exact power lies within a few hundredths
+/// of an ulp of a rounding midpoint. Such a pair then differs from HF's buffer by 1 ulp (2 after
+/// LongRoPE's extra operations); on the golden vectors that is 1–2 pairs of 32–64 in 7 of the 13
+/// scaled cases, every other value is bit for bit. HF's own buffer is not portable at those
+/// pairs either: which pow torch uses depends on the CPU's vector width and the pair's index.
+///
+/// Parameters are validated by [`Rope::new`](crate::Rope::new): factors, divisors and bases must be finite and
+/// positive ([`Error::InvalidParameter`]), counts such as `original_max_positions` non-zero
+/// (the same error, value 0), per-pair lists must have `d/2` entries
+/// ([`Error::LengthMismatch`]), and relations between parameters hold
+/// ([`Error::ParameterOutOfRange`]). Whatever the input, `Rope::new` does not panic, and a
+/// parameter set whose frequencies or attention factor would overflow or be NaN is refused
+/// (`InvalidParameter` with `what = "inv_freq"`, `"scaled_base"` or `"attention_factor"`).
+///
+/// Two schemes depend on the running sequence, and take that as an explicit input instead of
+/// guessing it: [`Scaling::DynamicNtk`] (`seq_len`) and [`LongRope`] (`use_long`). Peers decide
+/// differently (HF per forward call from the largest position, vLLM once from the maximum model
+/// length, llama.cpp from the context size), and keys already in a KV cache were rotated with
+/// the frequencies of the moment: only the caller knows when it rebuilds its cache, so the
+/// caller chooses, and builds a new [`Rope`](crate::Rope) when it changes its mind.
+///
+/// ```
+/// use posenc::{Layout, Rope, RopeConfig, Scaling};
+/// let cfg = RopeConfig::new(128, 10_000.0, Layout::RotateHalf)
+///     .scaling(Scaling::Linear { factor: 4.0 });
+/// let rope = Rope::new(&cfg).unwrap();
+/// assert_eq!(rope.inv_freq()[0], 0.25);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Scaling<'a> {
+    /// No scaling (the default): `ω_j`.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let rope = Rope::new(&RopeConfig::new(4, 10_000.0, Layout::RotateHalf).scaling(Scaling::None)).unwrap();
+    /// assert_eq!((rope.inv_freq(), rope.attention_factor()), (&[1.0, 0.01][..], 1.0));
+    /// ```
+    #[default]
+    None,
+    /// Position interpolation (HF `linear`): `ω'_j = f32(ω_j / factor)`.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let cfg = RopeConfig::new(4, 10_000.0, Layout::RotateHalf).scaling(Scaling::Linear { factor: 2.0 });
+    /// assert_eq!(Rope::new(&cfg).unwrap().inv_freq(), &[0.5, 0.005]);
+    /// ```
+    Linear {
+        /// `factor` (> 0).
+        factor: f32,
+    },
+    /// Fixed NTK-aware base change: `b' = f32(b · factor^(d/(d−2)))` (f64 arithmetic, as the
+    /// Python float of HF's former `ntk` type), then the default frequencies of `b'`. For
+    /// `d = 2` the only frequency is `b'^0 = 1` for any base, so it is returned unscaled.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// // d = 4: b' = 10000 · 4^2 = 160000, so ω_1 = 1/sqrt(160000) = 1/400.
+    /// let cfg = RopeConfig::new(4, 10_000.0, Layout::RotateHalf).scaling(Scaling::Ntk { factor: 4.0 });
+    /// assert_eq!(Rope::new(&cfg).unwrap().inv_freq(), &[1.0, 1.0 / 400.0]);
+    /// ```
+    Ntk {
+        /// `factor` (> 0).
+        factor: f32,
+    },
+    /// HF `dynamic` NTK, for an explicit sequence length `L = seq_len`.
+    ///
+    /// `L ≤ max_positions`: the unscaled frequencies. Above: the base becomes
+    /// `b' = b · (factor·L/max_positions − (factor − 1))^(d/(d−2))`, computed in f32 in the
+    /// order of HF's forward (which passes `L = max(position) + 1` as a tensor), then the
+    /// default frequencies of `b'`. HF recomputes whenever a longer sequence arrives; vLLM
+    /// fixes `L = factor · max_positions` once. Keys already cached keep the frequencies they
+    /// were rotated with, so the caller decides when to rebuild: pass the `seq_len` it wants.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let at = |seq_len| {
+    ///     let s = Scaling::DynamicNtk { factor: 2.0, max_positions: 2048, seq_len };
+    ///     Rope::new(&RopeConfig::new(128, 10_000.0, Layout::RotateHalf).scaling(s)).unwrap()
+    /// };
+    /// let plain = Rope::new(&RopeConfig::new(128, 10_000.0, Layout::RotateHalf)).unwrap();
+    /// assert_eq!(at(2048).inv_freq(), plain.inv_freq()); // within the trained length
+    /// assert!(at(4096).inv_freq()[63] < plain.inv_freq()[63]); // longer: larger base
+    /// ```
+    DynamicNtk {
+        /// `factor` (> 0).
+        factor: f32,
+        /// `max_position_embeddings` (> 0).
+        max_positions: u32,
+        /// The sequence length the frequencies are computed for.
+        seq_len: u32,
+    },
+    /// YaRN (HF `yarn`): see [`Yarn`].
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling, Yarn};
+    /// // Qwen2.5: factor 4 over an original 32768 positions, theta 1e6.
+    /// let cfg = RopeConfig::new(128, 1e6, Layout::RotateHalf)
+    ///     .scaling(Scaling::Yarn(Yarn::new(4.0, 32_768)));
+    /// let rope = Rope::new(&cfg).unwrap();
+    /// assert_eq!(rope.inv_freq()[0], 1.0); // fast pairs extrapolate (unchanged)
+    /// assert!((rope.attention_factor() - 1.1386294).abs() < 1e-6); // 0.1·ln 4 + 1
+    /// ```
+    Yarn(Yarn),
+    /// Llama 3.1 frequency smoothing (HF `llama3`): with `λ_j = 2π/ω_j` and `L0 =
+    /// original_max_positions`, pairs with `λ_j < L0/high_freq_factor` keep `ω_j`, pairs with
+    /// `λ_j > L0/low_freq_factor` get `ω_j/factor`, and those between are interpolated with
+    /// `σ = (L0/λ_j − low_freq_factor)/(high_freq_factor − low_freq_factor)`:
+    /// `(1 − σ)·ω_j/factor + σ·ω_j`. Attention factor 1.
+    ///
+    /// `low_freq_factor > high_freq_factor` is refused. `low_freq_factor == high_freq_factor`
+    /// is a hard cutoff at `L0/low_freq_factor`: HF would compute σ = 0/0 (NaN) for a
+    /// wavelength exactly on the bound; posenc uses σ = 0 there, as vLLM does.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// // Llama 3.1.
+    /// let cfg = RopeConfig::new(128, 500_000.0, Layout::RotateHalf).scaling(Scaling::Llama3 {
+    ///     factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_positions: 8192,
+    /// });
+    /// let (scaled, plain) = (Rope::new(&cfg).unwrap(), Rope::new(&cfg.scaling(Scaling::None)).unwrap());
+    /// assert_eq!(scaled.inv_freq()[0], plain.inv_freq()[0]); // short wavelength: kept
+    /// assert_eq!(scaled.inv_freq()[63], plain.inv_freq()[63] / 8.0); // long wavelength: / factor
+    /// ```
+    Llama3 {
+        /// `factor` (> 0).
+        factor: f32,
+        /// `low_freq_factor` (> 0, ≤ `high_freq_factor`).
+        low_freq_factor: f32,
+        /// `high_freq_factor` (> 0).
+        high_freq_factor: f32,
+        /// `original_max_position_embeddings` (> 0).
+        original_max_positions: u32,
+    },
+    /// LongRoPE (HF `longrope`; Phi-3/3.5/4): see [`LongRope`].
+    ///
+    /// ```
+    /// use posenc::{Layout, LongRope, Rope, RopeConfig, Scaling};
+    /// let (short, long) = ([1.0f32, 1.0], [2.0f32, 4.0]);
+    /// let lr = LongRope {
+    ///     short_factor: &short, long_factor: &long,
+    ///     original_max_positions: 4096, max_positions: 131_072,
+    ///     use_long: true, attention_factor: None,
+    /// };
+    /// let rope = Rope::new(&RopeConfig::new(4, 10_000.0, Layout::RotateHalf).scaling(Scaling::LongRope(lr))).unwrap();
+    /// assert_eq!(rope.inv_freq(), &[0.5, 0.0025]); // 1 / (f_j · b^(2j/d))
+    /// // sqrt(1 + ln(131072/4096) / ln 4096)
+    /// assert!((rope.attention_factor() - 1.1902381).abs() < 1e-6);
+    /// ```
+    LongRope(LongRope<'a>),
+    /// Per-pair frequency divisors, ggml's `rope_freqs` tensor (how llama.cpp stores llama3
+    /// and LongRoPE scaling in GGUF files): `ω'_j = f32(ω_j / f_j)`, `rotary_dim / 2` finite
+    /// positive values. Attention factor 1.
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let f = [1.0f32, 2.0];
+    /// let cfg = RopeConfig::new(4, 10_000.0, Layout::RotateHalf).scaling(Scaling::FreqFactors(&f));
+    /// assert_eq!(Rope::new(&cfg).unwrap().inv_freq(), &[1.0, 0.005]);
+    /// ```
+    FreqFactors(&'a [f32]),
+    /// Gemma's proportional RoPE (HF `proportional`): of the `d/2` pairs, the first
+    /// `k = floor(partial_rotary_factor · d / 2)` get the default frequencies *of the full `d`*
+    /// (`ω_j = b^(−2j/d)`, exponent over the whole rotary dim), the remaining pairs `ω = 0`,
+    /// i.e. they pass through unrotated (cos 0 = 1, sin 0 = 0 exactly); then all are divided by
+    /// `factor`. This is not ordinary partial rotary (`rotary_dim < head_dim`), which spreads
+    /// the exponent over the rotated channels only and pairs `(i, i + rotary_dim/2)`. To match
+    /// Gemma, keep `rotary_dim = head_dim` (the default) with [`Layout::RotateHalf`](crate::Layout::RotateHalf).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let cfg = RopeConfig::new(8, 10_000.0, Layout::RotateHalf)
+    ///     .scaling(Scaling::Proportional { partial_rotary_factor: 0.5, factor: 1.0 });
+    /// assert_eq!(Rope::new(&cfg).unwrap().inv_freq(), &[1.0, 0.1, 0.0, 0.0]);
+    /// ```
+    Proportional {
+        /// `partial_rotary_factor`, in `[0, 1]`.
+        partial_rotary_factor: f32,
+        /// `factor` (> 0; HF's default is 1).
+        factor: f32,
+    },
+}
+
+/// YaRN parameters (HF `rope_type = "yarn"`), for [`Scaling::Yarn`].
+///
+/// With `s = factor`, `L0 = original_max_positions`, `d` the rotary dim and `b` the base:
+/// * correction dims (f64, as HF's Python floats): `c(n) = d·ln(L0/(2πn)) / (2 ln b)`,
+///   `lo = max(floor(c(beta_fast)), 0)`, `hi = min(ceil(c(beta_slow)), d − 1)` (without
+///   floor/ceil when `truncate` is false, as gpt-oss); if `hi == lo`, `hi += 0.001` (HF);
+/// * ramp (f32): `γ_j = clamp((j − lo)/(hi − lo), 0, 1)`, extrapolation weight `e_j = 1 − γ_j`;
+/// * frequencies (f32, HF's order): `ω'_j = f32(1/(s·q_j))·(1 − e_j) + f32(1/q_j)·e_j`, with
+///   `q_j = f32(b^(2j/d))`: fast pairs keep `ω_j`, slow pairs get `ω_j/s`;
+/// * attention factor (f64, then f32): `attention_factor` if given; else if `mscale` and
+///   `mscale_all_dim` are both given and non-zero, `g(s, mscale)/g(s, mscale_all_dim)`; else
+///   `g(s, 1)`, where `g(s, μ) = 1` for `s ≤ 1`, else `0.1·μ·ln s + 1`. A zero `mscale` counts
+///   as absent, as in HF (Python truthiness).
+///
+/// `factor` is used as given. (HF 5.x uses it too; only a missing `factor` falls back to
+/// `max_position_embeddings / original_max_position_embeddings`, which the caller computes.)
+///
+/// Refused: non-finite or non-positive `factor`, `beta_fast`, `beta_slow` or explicit
+/// `attention_factor`; non-finite `mscale`/`mscale_all_dim`; `original_max_positions == 0`;
+/// `beta_slow > beta_fast` (the ramp would run backwards: HF computes it, but no model uses
+/// it); base 1 (`ln b = 0`, where HF raises). HF maps a missing or zero `beta_fast`/`beta_slow`
+/// to 32/1; a config reader should do the same before filling this struct.
+///
+/// ```
+/// use posenc::{Layout, Rope, RopeConfig, Scaling, Yarn};
+/// // DeepSeek-V3: mscale == mscale_all_dim, so the rotation's magnitude is exactly 1.
+/// let y = Yarn { mscale: Some(1.0), mscale_all_dim: Some(1.0), ..Yarn::new(40.0, 4096) };
+/// let rope = Rope::new(&RopeConfig::new(64, 10_000.0, Layout::Interleaved).scaling(Scaling::Yarn(y))).unwrap();
+/// assert_eq!(rope.attention_factor(), 1.0);
+/// // gpt-oss: no truncation of the correction range.
+/// let y = Yarn { truncate: false, ..Yarn::new(32.0, 4096) };
+/// let rope = Rope::new(&RopeConfig::new(64, 150_000.0, Layout::RotateHalf).scaling(Scaling::Yarn(y))).unwrap();
+/// assert!((rope.attention_factor() - 1.3465736).abs() < 1e-6);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Yarn {
+    /// `factor` (> 0).
+    pub factor: f32,
+    /// `original_max_position_embeddings` (> 0).
+    pub original_max_positions: u32,
+    /// `beta_fast` (default 32; > 0, ≥ `beta_slow`).
+    pub beta_fast: f32,
+    /// `beta_slow` (default 1; > 0).
+    pub beta_slow: f32,
+    /// `mscale`.
+    pub mscale: Option<f32>,
+    /// `mscale_all_dim`.
+    pub mscale_all_dim: Option<f32>,
+    /// Explicit `attention_factor` (> 0); overrides the mscale rules.
+    pub attention_factor: Option<f32>,
+    /// Floor/ceil the correction range (HF's default true; false for gpt-oss).
+    pub truncate: bool,
+}
+
+impl Yarn {
+    /// YaRN with HF's defaults: `beta_fast = 32`, `beta_slow = 1`, no mscale overrides,
+    /// `truncate = true`.
+    ///
+    /// ```
+    /// let y = posenc::Yarn::new(40.0, 4096);
+    /// assert_eq!(y.mscale, None);
+    /// ```
+    pub fn new(factor: f32, original_max_positions: u32) -> Yarn {
+        Yarn {
+            factor,
+            original_max_positions,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            mscale: None,
+            mscale_all_dim: None,
+            attention_factor: None,
+            truncate: true,
+        }
+    }
+}
+
+/// LongRoPE parameters (HF `rope_type = "longrope"`), for [`Scaling::LongRope`].
+///
+/// `ω'_j = 1 / f32(f_j · q_j)` (f32, HF's order) with `q_j = f32(b^(2j/d))` and `f` the
+/// `long_factor` list if `use_long`, else `short_factor`. Attention factor: `attention_factor`
+/// if given; else with `s = max_positions / original_max_positions` (f64): `1` if `s ≤ 1`,
+/// else `sqrt(1 + ln s / ln original_max_positions)`. (HF 5.x takes `s` from a `factor` entry
+/// of the config when one is present; for such a config pass the resulting
+/// `attention_factor` explicitly.)
+///
+/// `use_long` is an explicit input because peers choose differently: HF switches to the long
+/// factors per call when `max(position) + 1 > original_max_positions` (and back), vLLM decides
+/// once from `max_model_len`, llama.cpp from the context size. Keys already in a KV cache were
+/// rotated with one set; switching without re-rotating them corrupts attention, so only the
+/// caller, which owns the cache, can decide.
+///
+/// Both lists must have `rotary_dim / 2` finite positive entries, whichever is used
+/// ([`Error::LengthMismatch`] / [`Error::InvalidParameter`]); `original_max_positions` must be
+/// non-zero, and an explicit `attention_factor` finite and positive.
+///
+/// ```
+/// let short = [1.0f32; 48];
+/// let long = [4.0f32; 48];
+/// let lr = posenc::LongRope {
+///     short_factor: &short, long_factor: &long,
+///     original_max_positions: 4096, max_positions: 131_072,
+///     use_long: true, attention_factor: None,
+/// };
+/// assert!(lr.use_long);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LongRope<'a> {
+    /// `short_factor`, `rotary_dim / 2` values.
+    pub short_factor: &'a [f32],
+    /// `long_factor`, `rotary_dim / 2` values.
+    pub long_factor: &'a [f32],
+    /// `original_max_position_embeddings` (> 0).
+    pub original_max_positions: u32,
+    /// `max_position_embeddings`.
+    pub max_positions: u32,
+    /// Use the long factors (explicit: peers decide differently, and cached keys depend on it).
+    pub use_long: bool,
+    /// Explicit `attention_factor` (> 0).
+    pub attention_factor: Option<f32>,
+}
 
 /// `f32(b^e)`: the f64 pow of two f32 values (accurate to < 1 ulp of f64), rounded to f32.
 #[inline]

@@ -73,7 +73,9 @@
 
 use crate::axes::Axes;
 use crate::error::Error;
-use crate::rope::{Layout, LongRope, Rope, RopeConfig, Scaling, Yarn};
+use crate::rope::{Rope, RopeConfig};
+use crate::scaling::{LongRope, Scaling, Yarn};
+use crate::types::Layout;
 
 /// A published model's RoPE settings and attention head counts.
 ///

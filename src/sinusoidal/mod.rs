@@ -1,27 +1,20 @@
-//! Sinusoidal position tables ("Attention Is All You Need", 2017).
+//! Sinusoidal position tables ("Attention Is All You Need", 2017): the public encoder and its
+//! validation (this file), what a table is (`spec.rs`), and the two ways of computing rows,
+//! written once for every tier: the f64 recurrence for consecutive positions
+//! (`recurrence.rs`) and one exact-angle sin/cos per value for lists and times (`direct.rs`);
+//! `kernel.rs` picks between them.
 
-use crate::arch::{self, Backend, Rows, SinSpec};
+mod direct;
+mod kernel;
+mod recurrence;
+mod spec;
+
 use crate::element::Element;
+use crate::engine::dispatch::{dispatch, is_available};
 use crate::error::Error;
-
-/// Where the sines and cosines of a row go.
-///
-/// ```
-/// use posenc::{Sinusoidal, SinusoidalLayout};
-/// let mut row = [0f32; 4];
-/// Sinusoidal::new(4, 10_000.0, SinusoidalLayout::Split).unwrap().fill(&mut row, 0).unwrap();
-/// assert_eq!(row, [0.0, 0.0, 1.0, 1.0]); // sin, sin | cos, cos at position 0
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SinusoidalLayout {
-    /// `PE[2i] = sin(p·ω_i)`, `PE[2i+1] = cos(p·ω_i)` (Vaswani et al., tensor2tensor).
-    Interleaved,
-    /// All sines, then all cosines (Marian, fairseq).
-    Split,
-    /// All cosines, then all sines (latent-diffusion timestep embeddings, ggml
-    /// `timestep_embedding`).
-    SplitCosFirst,
-}
+use crate::types::{Backend, SinusoidalLayout};
+use kernel::Sinusoids;
+use spec::{Rows, SinSpec};
 
 /// A sinusoidal encoder. Four conventions, mutually incompatible, are built in:
 ///
@@ -53,7 +46,7 @@ pub struct Sinusoidal {
 /// a u32/i32 position stays in the range the exact reduction covers. (A base below 1 would
 /// make frequencies grow with the index, which no convention uses.)
 fn at_least_one(what: &'static str, v: f32) -> Result<f32, Error> {
-    let v = crate::freq::positive(what, v)?;
+    let v = crate::scaling::positive(what, v)?;
     if v >= 1.0 {
         Ok(v)
     } else {
@@ -80,15 +73,13 @@ impl Sinusoidal {
         }
         at_least_one("base", base)?;
         let pairs = d_model / 2;
-        Ok(Sinusoidal::from_spec(SinSpec {
+        Ok(Sinusoidal::from_spec(SinSpec::new(
             d_model,
             pairs,
-            base: base as f64,
-            den: pairs as f64,
+            (base as f64, pairs as f64),
             layout,
-            padding: None,
-            freq: [0.0; arch::SIN_CACHE],
-        }))
+            None,
+        )))
     }
 
     /// The fairseq / tensor2tensor table (M2M100, Speech2Text, XGLM…): `half = d_model / 2`
@@ -119,15 +110,13 @@ impl Sinusoidal {
             })?),
             None => None,
         };
-        Ok(Sinusoidal::from_spec(SinSpec {
+        Ok(Sinusoidal::from_spec(SinSpec::new(
             d_model,
             pairs,
-            base: 10_000.0,
-            den: (pairs - 1) as f64,
-            layout: SinusoidalLayout::Split,
+            (10_000.0, (pairs - 1) as f64),
+            SinusoidalLayout::Split,
             padding,
-            freq: [0.0; arch::SIN_CACHE],
-        }))
+        )))
     }
 
     /// The diffusion timestep embedding (`timestep_embedding` of latent diffusion and ggml):
@@ -148,20 +137,18 @@ impl Sinusoidal {
             return Err(Error::InvalidModelDim { d_model });
         }
         at_least_one("max_period", max_period)?;
-        Ok(Sinusoidal::from_spec(SinSpec {
+        Ok(Sinusoidal::from_spec(SinSpec::new(
             d_model,
             pairs,
-            base: max_period as f64,
-            den: pairs as f64,
-            layout: SinusoidalLayout::SplitCosFirst,
-            padding: None,
-            freq: [0.0; arch::SIN_CACHE],
-        }))
+            (max_period as f64, pairs as f64),
+            SinusoidalLayout::SplitCosFirst,
+            None,
+        )))
     }
 
     fn from_spec(spec: SinSpec) -> Sinusoidal {
         Sinusoidal {
-            spec: spec.with_frequencies(),
+            spec,
             backend: Backend::active(),
         }
     }
@@ -173,7 +160,7 @@ impl Sinusoidal {
     /// assert_eq!(pe.with_backend(Backend::Scalar).unwrap().backend(), Backend::Scalar);
     /// ```
     pub fn with_backend(self, backend: Backend) -> Result<Sinusoidal, Error> {
-        if !backend.is_available() {
+        if !is_available(backend) {
             return Err(Error::BackendUnavailable { backend });
         }
         Ok(Sinusoidal { backend, ..self })
@@ -220,12 +207,21 @@ impl Sinusoidal {
             return None;
         }
         let mut w = [0.0];
-        crate::arch::sin_frequencies(self.spec.base, self.spec.den, i, &mut w);
+        spec::sin_frequencies(self.spec.base, self.spec.den, i, &mut w);
         Some(w[0])
     }
 
     fn run<T: Element>(&self, out: &mut [T], rows: Rows<'_>, add: bool) {
-        arch::sinusoidal(self.backend, out, &self.spec, rows, add);
+        let spec = &self.spec;
+        dispatch(
+            self.backend,
+            Sinusoids {
+                out,
+                spec,
+                rows,
+                add,
+            },
+        );
     }
 
     /// Fills `out` (`rows × d_model`) with the rows of positions `first_position ..`.
@@ -244,9 +240,8 @@ impl Sinusoidal {
     /// fill, and every backend gives the same bits.
     ///
     /// For a few rows, [`Sinusoidal::fill_positions`] is faster: every `fill` starts at the
-    /// 256-aligned block before `first_position` and steps up to it. One row at d_model 512
-    /// takes 2–13 µs this way against 0.5 µs directly (AVX2, Zen 3); a whole 4096-row table
-    /// takes 2–2.7× a plain write of its bytes.
+    /// 256-aligned block before `first_position` and steps up to it (up to 255 steps of every
+    /// column before the first row it writes).
     ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};

@@ -1,0 +1,306 @@
+//! Angles: the cos/sin of one token, computed a vector of pairs at a time, and laid out for
+//! the rotation ([`Tab`]); the caller-facing cos/sin tables ([`CosSinTable`]).
+//!
+//! A block is `LANES` consecutive pairs `j .. j + LANES` of one token:
+//!
+//! ```text
+//! exact (posenc's contract):  θ = f64(p) · f64(ω_j)  (exact: 31 + 24 bits), sin/cos in math.rs
+//! HF parity (f32_angle):      θ = f64(f32(p) · ω_j)  (the f32 product torch forms)
+//! M-RoPE axes:                p = the position of pair j's axis
+//! caller tables:              cos/sin loaded as they are
+//! then                        cos·cs, sin·ss (attention factor; −1/m for the inverse)
+//!                             rounded to the storage type under the HF rounding modes
+//! ```
+//!
+//! Pairs past the rotary window (the padding of a last, partial block) get frequency 0 and
+//! position 0: they compute cos 0 = 1, sin 0 = 0 and are never stored.
+
+use super::job::{Angles, Positions};
+use super::math::sin_cos;
+use super::vector::{Kernel, MAX_LANES, Simd, pad};
+use crate::element::Element;
+use crate::scaling::MAX_PAIRS;
+use crate::types::{Layout, Rounding};
+use core::mem::MaybeUninit;
+
+/// Pairs per table. A token's rotation works through its pairs `CHUNK` at a time (one chunk
+/// up to head_dim 256, every released model's), so the stack use is fixed whatever the
+/// rotary dim. A multiple of every tier's `LANES`.
+pub(crate) const CHUNK: usize = 128;
+/// Entries per table: interleaved expands a pair to two, plus a padded last vector.
+const TAB: usize = 2 * (CHUNK + MAX_LANES);
+
+/// One chunk of one token's cos/sin laid out for the layout, shared by every head: rotate_half
+/// keeps `c[k] = cos_k`, `s[k] = sin_k`; interleaved expands to `c = [c0, c0, c1, c1, …]`,
+/// `s = [−s0, s0, −s1, s1, …]` so a vector of a head is `x·c + swap_pairs(x)·s`, i.e.
+/// `(a·c − b·s, b·c + a·s)` bit for bit.
+///
+/// Left uninitialised: only entries below `n` (rotate_half) or `2·n` (interleaved) rounded up
+/// to whole vectors are read, and [`Source::block`] writes all of them before a chunk's
+/// rotation reads them (Miri checks the reads).
+#[repr(C, align(64))]
+pub(crate) struct Tab {
+    c: MaybeUninit<[f32; TAB]>,
+    s: MaybeUninit<[f32; TAB]>,
+}
+
+impl Tab {
+    #[inline(always)]
+    pub(crate) fn new() -> Tab {
+        Tab {
+            c: MaybeUninit::uninit(),
+            s: MaybeUninit::uninit(),
+        }
+    }
+
+    /// The cos and sin vectors at entry `k` (`k + LANES ≤` the entries written for the chunk).
+    ///
+    /// # Safety
+    /// `k + LANES ≤ TAB`, and those entries were written for the current chunk.
+    #[inline(always)]
+    pub(crate) unsafe fn get<S: Simd>(&self, s: S, k: usize) -> (S::F, S::F) {
+        debug_assert!(k + S::LANES <= TAB);
+        let (c, sn) = (self.c.as_ptr().cast::<f32>(), self.s.as_ptr().cast::<f32>());
+        // SAFETY: in bounds of both arrays and initialised (the caller's precondition).
+        unsafe { (s.ld_f32(c.add(k)), s.ld_f32(sn.add(k))) }
+    }
+
+    /// Stores a block's cos and sin at entry `k`.
+    #[inline(always)]
+    fn put<S: Simd>(&mut self, s: S, k: usize, c: S::F, sn: S::F) {
+        assert!(k + S::LANES <= TAB);
+        let (cp, sp) = (
+            self.c.as_mut_ptr().cast::<f32>(),
+            self.s.as_mut_ptr().cast::<f32>(),
+        );
+        // SAFETY: `k + LANES ≤ TAB` (asserted), so both stores stay inside the arrays.
+        unsafe {
+            s.st_f32(c, cp.add(k));
+            s.st_f32(sn, sp.add(k));
+        }
+    }
+}
+
+/// A call's angle source with its per-call constants: [`Angles`] prepared for a tier.
+pub(crate) struct Source<'a, S: Simd> {
+    kind: Kind<'a>,
+    half: usize,
+    cs: S::F,
+    ss: S::F,
+    round: Rounding,
+}
+
+#[derive(Clone, Copy)]
+enum Kind<'a> {
+    Exact {
+        w: &'a [f32],
+        pos: &'a [i32],
+    },
+    F32 {
+        w: &'a [f32],
+        pos: &'a [i32],
+    },
+    Axes {
+        w: &'a [f32],
+        pos: &'a [i32],
+        n_axes: usize,
+        axis: &'a [u8],
+    },
+    Table {
+        cos: &'a [f32],
+        sin: &'a [f32],
+    },
+}
+
+/// `inv_freq` zero-padded to whole vectors, for rotary dims that are not a whole number of
+/// vectors (so every block loads `LANES` frequencies).
+pub(crate) type Padded = [f32; MAX_PAIRS + MAX_LANES];
+
+impl<'a, S: Simd> Source<'a, S> {
+    /// The source of `angles` for a rotary window of `half` pairs. `scratch` receives the
+    /// padded frequencies when `half` is not a multiple of `LANES` (it is left alone
+    /// otherwise: initialising it costs a visible share of a decode step).
+    #[inline(always)]
+    pub(crate) fn new(
+        s: S,
+        angles: &Angles<'a>,
+        half: usize,
+        round: Rounding,
+        scratch: &'a mut MaybeUninit<Padded>,
+    ) -> Self {
+        let (kind, cs, ss) = match *angles {
+            Angles::Freq {
+                inv_freq,
+                positions,
+                cs,
+                ss,
+                f32_angle,
+            } => {
+                let w = &inv_freq[..half];
+                let w: &'a [f32] = if half.is_multiple_of(S::LANES) {
+                    w
+                } else {
+                    let buf = scratch.write([0.0; MAX_PAIRS + MAX_LANES]);
+                    buf[..half].copy_from_slice(w);
+                    &buf[..]
+                };
+                let kind = match positions {
+                    Positions::Plain(pos) if f32_angle => Kind::F32 { w, pos },
+                    Positions::Plain(pos) => Kind::Exact { w, pos },
+                    Positions::Axes { pos, n_axes, axis } => Kind::Axes {
+                        w,
+                        pos,
+                        n_axes,
+                        axis,
+                    },
+                };
+                (kind, cs, ss)
+            }
+            Angles::Table { cos, sin } => (Kind::Table { cos, sin }, 1.0, 1.0),
+        };
+        Source {
+            kind,
+            half,
+            cs: s.splat(cs),
+            ss: s.splat(ss),
+            round,
+        }
+    }
+
+    /// cos and sin (scaled, not yet rounded or laid out) of pairs `j .. j + LANES` of token
+    /// `t`; lanes past `half` are padding.
+    #[inline(always)]
+    pub(crate) fn cos_sin(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
+        let (l, h) = (S::LANES, S::LANES / 2);
+        let angles = |lo: S::D, hi: S::D| {
+            let (sn, c) = sin_cos(s, lo, hi);
+            (s.mul(c, self.cs), s.mul(sn, self.ss))
+        };
+        match self.kind {
+            Kind::Exact { w, pos } => {
+                let p = s.dsplat(pos[t] as f64);
+                let lo = s.dmul(p, s.load_widen(&w[j..]));
+                let hi = s.dmul(p, s.load_widen(&w[j + h..]));
+                angles(lo, hi)
+            }
+            Kind::F32 { w, pos } => {
+                // HF: the f32 product f32(p)·ω, then sin/cos of that angle.
+                let p = pos[t] as f32;
+                let a: [f64; MAX_LANES] =
+                    core::array::from_fn(|i| if i < l { (p * w[j + i]) as f64 } else { 0.0 });
+                angles(s.load_d(&a[..h]), s.load_d(&a[h..l]))
+            }
+            Kind::Axes {
+                w,
+                pos,
+                n_axes,
+                axis,
+            } => {
+                let row = &pos[t * n_axes..(t + 1) * n_axes];
+                let n = l.min(self.half - j);
+                let pp: [i32; MAX_LANES] =
+                    core::array::from_fn(|i| if i < n { row[axis[j + i] as usize] } else { 0 });
+                let lo = s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..]));
+                let hi = s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..]));
+                angles(lo, hi)
+            }
+            Kind::Table { cos, sin } => {
+                let at = t * self.half + j;
+                let n = l.min(self.half - j);
+                if n == l {
+                    (s.load(&cos[at..]), s.load(&sin[at..]))
+                } else {
+                    let (c, sn) = (pad(&cos[at..at + n]), pad(&sin[at..at + n]));
+                    (s.load(&c[..]), s.load(&sn[..]))
+                }
+            }
+        }
+    }
+
+    /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
+    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes, rounded
+    /// to `T` as HF rounds cos/sin to the model dtype.
+    #[inline(always)]
+    pub(crate) fn block<T: Element, const IL: bool>(
+        &self,
+        s: S,
+        t: usize,
+        j0: usize,
+        b: usize,
+        tab: &mut Tab,
+    ) {
+        let k = b * S::LANES;
+        let (mut c, mut sn) = self.cos_sin(s, t, j0 + k);
+        if self.round != Rounding::Once {
+            c = s.round_to::<T>(c);
+            sn = s.round_to::<T>(sn);
+        }
+        if IL {
+            let (c0, c1) = s.zip(c, c);
+            let (s0, s1) = s.zip(s.neg(sn), sn);
+            tab.put(s, 2 * k, c0, s0);
+            tab.put(s, 2 * k + S::LANES, c1, s1);
+        } else {
+            tab.put(s, k, c, sn);
+        }
+    }
+}
+
+/// Whether a layout is interleaved (the tables' const parameter).
+#[inline(always)]
+pub(crate) fn interleaved(layout: Layout) -> bool {
+    layout == Layout::Interleaved
+}
+
+/// `Rope::fill_cos_sin`: `cos`, `sin` (`positions.len() × inv_freq.len()` each, validated)
+/// receive the exact-angle cos/sin of every position, scaled by `cs`, `ss`.
+pub(crate) struct CosSinTable<'a> {
+    pub inv_freq: &'a [f32],
+    pub positions: &'a [i32],
+    pub cs: f32,
+    pub ss: f32,
+    pub cos: &'a mut [f32],
+    pub sin: &'a mut [f32],
+}
+
+impl Kernel for CosSinTable<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let half = self.inv_freq.len();
+        if half == 0 {
+            return;
+        }
+        let angles = Angles::Freq {
+            inv_freq: self.inv_freq,
+            positions: Positions::Plain(self.positions),
+            cs: self.cs,
+            ss: self.ss,
+            f32_angle: false,
+        };
+        let mut scratch = MaybeUninit::uninit();
+        let src = Source::new(s, &angles, half, Rounding::Once, &mut scratch);
+        let l = S::LANES;
+        for (t, (c, sn)) in self
+            .cos
+            .chunks_exact_mut(half)
+            .zip(self.sin.chunks_exact_mut(half))
+            .enumerate()
+        {
+            for j in (0..half).step_by(l) {
+                let (cv, sv) = src.cos_sin(s, t, j);
+                if j + l <= half {
+                    s.store(cv, &mut c[j..]);
+                    s.store(sv, &mut sn[j..]);
+                } else {
+                    let (mut ct, mut st) = ([0.0f32; MAX_LANES], [0.0f32; MAX_LANES]);
+                    s.store(cv, &mut ct[..]);
+                    s.store(sv, &mut st[..]);
+                    c[j..].copy_from_slice(&ct[..half - j]);
+                    sn[j..].copy_from_slice(&st[..half - j]);
+                }
+            }
+        }
+    }
+}

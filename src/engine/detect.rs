@@ -1,0 +1,67 @@
+//! What this CPU can run: detected once per process and cached.
+//!
+//! With `std`, the x86 tiers are detected at run time (`is_x86_feature_detected!`); features
+//! the build already guarantees (`-C target-feature`, `-C target-cpu`) need no detection, and
+//! without `std` they are the only source. Miri cannot answer `cpuid`, so under Miri only the
+//! compile-time features count (which is how CI runs the AVX2 tier on Miri's model of the
+//! intrinsics).
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+const AVX2: u8 = 1;
+const AVX512: u8 = 2;
+const KNOWN: u8 = 0x80;
+
+/// Whether the CPU runs AVX2 + FMA + F16C (the `Avx2` tier).
+#[inline]
+pub(crate) fn avx2() -> bool {
+    features() & AVX2 != 0
+}
+
+/// Whether the CPU runs AVX-512F + AVX2 + FMA + F16C (the `Avx512` tier).
+#[inline]
+pub(crate) fn avx512() -> bool {
+    features() & AVX512 != 0
+}
+
+/// The usable tiers as a bit set, detected once and cached (a relaxed atomic: detection is
+/// idempotent, so racing threads store the same value).
+#[inline]
+fn features() -> u8 {
+    static CACHE: AtomicU8 = AtomicU8::new(0);
+    let f = CACHE.load(Ordering::Relaxed);
+    if f & KNOWN != 0 {
+        return f;
+    }
+    let f = detect() | KNOWN;
+    CACHE.store(f, Ordering::Relaxed);
+    f
+}
+
+#[cold]
+fn detect() -> u8 {
+    #[allow(unused_mut)]
+    let mut f = 0;
+    if cfg!(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma",
+        target_feature = "f16c"
+    )) {
+        f |= AVX2;
+        if cfg!(target_feature = "avx512f") {
+            f |= AVX512;
+        }
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "std", not(miri)))]
+    {
+        use std::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") && has!("f16c") {
+            f |= AVX2;
+            if has!("avx512f") {
+                f |= AVX512;
+            }
+        }
+    }
+    f
+}

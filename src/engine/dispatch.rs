@@ -1,0 +1,90 @@
+//! The one dispatch point: every operation reaches its tier through [`dispatch`], and the
+//! [`Backend`] methods say which tiers this CPU and build can run.
+//!
+//! An operation is a [`Kernel`]: written once, generic over the vector trait. `dispatch`
+//! matches the backend once per public call (never per row) and hands the kernel to the
+//! tier's token: `Scalar` and `Portable` run it directly; an x86 tier first proves itself
+//! (`Avx2::new()` returns a token only where the CPU has the features), then runs the
+//! kernel inside its `#[target_feature]` entry function. Adding an operation needs no change
+//! here; adding a tier is one arm.
+
+use super::detect;
+use super::portable::Portable;
+use super::scalar::Scalar;
+use super::vector::Kernel;
+#[cfg(target_arch = "x86_64")]
+use super::x86_64::{avx2::Avx2, avx512::Avx512};
+use crate::types::Backend;
+
+/// Runs `k` on `backend`. A backend that is not available here (callers check
+/// [`is_available`] first, so this does not happen) runs the portable tier instead: the
+/// results are within the same contract, and no instruction the CPU lacks is executed.
+#[inline]
+pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
+    match backend {
+        Backend::Scalar => k.run(Scalar),
+        Backend::Portable => k.run(Portable),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => match Avx2::new() {
+            Some(t) => t.vectorize(k),
+            None => k.run(Portable),
+        },
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => match Avx512::new() {
+            Some(t) => t.vectorize(k),
+            None => k.run(Portable),
+        },
+        #[cfg(not(target_arch = "x86_64"))]
+        Backend::Avx2 | Backend::Avx512 => k.run(Portable),
+    }
+}
+
+/// Whether `backend` can run on this CPU and build.
+#[inline]
+pub(crate) fn is_available(backend: Backend) -> bool {
+    match backend {
+        Backend::Scalar | Backend::Portable => true,
+        Backend::Avx2 => detect::avx2(),
+        Backend::Avx512 => detect::avx512(),
+    }
+}
+
+impl Backend {
+    /// Every backend that can run here, in [`Backend::ALL`] order: what a test or a benchmark
+    /// that compares backends should iterate over.
+    ///
+    /// ```
+    /// let here: Vec<posenc::Backend> = posenc::Backend::available().collect();
+    /// assert!(here.contains(&posenc::Backend::Scalar) && here.contains(&posenc::Backend::active()));
+    /// ```
+    pub fn available() -> impl Iterator<Item = Backend> {
+        Backend::ALL.iter().copied().filter(|b| b.is_available())
+    }
+
+    /// The backend posenc picks for this CPU: the fastest available (AVX-512, then AVX2,
+    /// then portable). Detected once per process and cached; with `std` at run time, without
+    /// `std` from the compile-time target features.
+    ///
+    /// ```
+    /// let b = posenc::Backend::active();
+    /// assert!(b.is_available() && b != posenc::Backend::Scalar);
+    /// ```
+    pub fn active() -> Backend {
+        if detect::avx512() {
+            Backend::Avx512
+        } else if detect::avx2() {
+            Backend::Avx2
+        } else {
+            Backend::Portable
+        }
+    }
+
+    /// Whether this backend can run on this CPU and build.
+    ///
+    /// ```
+    /// assert!(posenc::Backend::Scalar.is_available());
+    /// ```
+    pub fn is_available(self) -> bool {
+        is_available(self)
+    }
+}

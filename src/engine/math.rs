@@ -1,0 +1,88 @@
+//! Exact-angle sine and cosine on vectors: `trig.rs`'s operations, lane by lane.
+//!
+//! Each function performs exactly the plain IEEE operations of its scalar model in
+//! `crate::trig`, in the same order and without fusing, so the results are bitwise the scalar
+//! ones on every tier:
+//!
+//! ```text
+//! sin_cos(angle: f64 lanes) -> (f32 sin, f32 cos):
+//!     k = round(angle·2/π)            (ROUND_MAGIC trick: k stays in y's low mantissa bits)
+//!     r = angle − k·P1 − k·P2 − k·P3  (Cody–Waite, f64), narrowed to f32
+//!     s, c = Cephes polynomials of r (f32)
+//!     quadrant k mod 4 swaps and negates
+//! ```
+//!
+//! `sin_cos64` is the same with fdlibm's f64 polynomials (the sinusoidal recurrence's start
+//! values).
+
+use super::vector::Simd;
+use crate::trig::{
+    C1, C2, C3, DC, DS, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI,
+};
+
+/// `trig::reduce` on lanes: `r` and `y = angle·(2/π) + ROUND_MAGIC`, whose low mantissa bits
+/// hold the quadrant.
+#[inline(always)]
+fn reduce<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {
+    let magic = s.dsplat(ROUND_MAGIC);
+    let y = s.dadd(s.dmul(a, s.dsplat(TWO_OVER_PI)), magic);
+    let k = s.dsub(y, magic);
+    let r = s.dsub(a, s.dmul(k, s.dsplat(PIO2_1)));
+    let r = s.dsub(r, s.dmul(k, s.dsplat(PIO2_2)));
+    let r = s.dsub(r, s.dmul(k, s.dsplat(PIO2_3)));
+    (r, y)
+}
+
+/// `trig::poly` on lanes: the sin/cos polynomials of the reduced argument `r` (`z = r²`).
+#[inline(always)]
+fn poly<S: Simd>(s: S, r: S::F, z: S::F) -> (S::F, S::F) {
+    // ((S3·z + S2)·z + S1)·z·r + r
+    let sn = s.add(s.mul(s.splat(S3), z), s.splat(S2));
+    let sn = s.add(s.mul(sn, z), s.splat(S1));
+    let sn = s.add(s.mul(s.mul(sn, z), r), r);
+    // ((C3·z + C2)·z + C1)·z·z − 0.5·z + 1
+    let c = s.add(s.mul(s.splat(C3), z), s.splat(C2));
+    let c = s.add(s.mul(c, z), s.splat(C1));
+    let c = s.mul(s.mul(c, z), z);
+    let c = s.add(s.sub(c, s.mul(s.splat(0.5), z)), s.splat(1.0));
+    (sn, c)
+}
+
+/// `(sin, cos)` of `LANES` f64 angles given as two halves, as f32: `trig::sin_cos` per lane.
+#[inline(always)]
+pub(crate) fn sin_cos<S: Simd>(s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
+    let (rl, yl) = reduce(s, lo);
+    let (rh, yh) = reduce(s, hi);
+    let r = s.narrow(rl, rh);
+    let (sn, c) = poly(s, r, s.mul(r, r));
+    s.quadrant(yl, yh, sn, c)
+}
+
+/// `(sin, cos)` of f64 angles in f64: `trig::sin_cos_f64` per lane.
+#[inline(always)]
+pub(crate) fn sin_cos64<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {
+    let k = |v| s.dsplat(v);
+    let (r, y) = reduce(s, a);
+    let z = s.dmul(r, r);
+    let w = s.dmul(z, z);
+    // DS1 + z·(DS2 + z·DS3) + z·w·(DS4 + z·DS5)
+    let sr = s.dadd(
+        s.dadd(k(DS[1]), s.dmul(z, s.dadd(k(DS[2]), s.dmul(z, k(DS[3]))))),
+        s.dmul(s.dmul(z, w), s.dadd(k(DS[4]), s.dmul(z, k(DS[5])))),
+    );
+    // r + z·r·(DS0 + z·sr)
+    let sn = s.dadd(r, s.dmul(s.dmul(z, r), s.dadd(k(DS[0]), s.dmul(z, sr))));
+    // z·(DC0 + z·(DC1 + z·DC2)) + w·w·(DC3 + z·(DC4 + z·DC5))
+    let c_lo = s.dadd(k(DC[1]), s.dmul(z, k(DC[2])));
+    let c_hi = s.dadd(k(DC[4]), s.dmul(z, k(DC[5])));
+    let cr = s.dadd(
+        s.dmul(z, s.dadd(k(DC[0]), s.dmul(z, c_lo))),
+        s.dmul(s.dmul(w, w), s.dadd(k(DC[3]), s.dmul(z, c_hi))),
+    );
+    // (1 − z/2) + (((1 − (1 − z/2)) − z/2) + z·cr)
+    let hz = s.dmul(k(0.5), z);
+    let one_hz = s.dsub(k(1.0), hz);
+    let tail = s.dadd(s.dsub(s.dsub(k(1.0), one_hz), hz), s.dmul(z, cr));
+    let c = s.dadd(one_hz, tail);
+    s.dquadrant(y, sn, c)
+}

@@ -1,0 +1,249 @@
+//! The vector trait: what a SIMD tier provides, and the per-dtype loads and stores built on it.
+//!
+//! A tier is a zero-sized *token* type (`Scalar`, `Portable`, `Avx2`, `Avx512`, …) that
+//! implements [`Simd`]. Holding a token is the proof that the CPU can run the tier: the x86
+//! tokens have one constructor each, which checks the CPU (see `detect.rs`), so the
+//! arithmetic methods below are safe to call. Only the raw-pointer loads and stores are
+//! `unsafe`, for the usual reason: the pointer must address `LANES` readable or writable
+//! values. The slice forms ([`Simd::load`], [`Simd::store`], …) check that and are safe.
+//!
+//! Every method is `#[inline(always)]` in every implementation. The kernels that use them are
+//! generic and `#[inline(always)]` too, and are instantiated inside one `#[target_feature]`
+//! entry function per tier (`x86_64/avx2.rs`'s `run`, …): only when everything inlines into
+//! that function does LLVM compile the intrinsics with the tier's features. (The same rule as
+//! memchr's `Vector` trait.)
+//!
+//! The numeric contract of each method is written on it. Two properties matter everywhere:
+//! * everything except [`Simd::mul_add`] and [`Simd::neg_mul_add`] is one IEEE operation per
+//!   lane, so tiers agree bit for bit (cos/sin tables are identical on every backend);
+//! * [`Simd::FUSED`] says whether those two round once (x86 FMA) or twice (the scalar
+//!   reference and `wide`), which is the only source of difference between backends.
+
+use crate::element::{Dtype, Element};
+
+/// The largest lane count of any tier (AVX-512: 16 f32).
+pub(crate) const MAX_LANES: usize = 16;
+
+/// The operations the kernels need, on `F` (`LANES` f32 lanes) and `D` (`LANES / 2` f64
+/// lanes).
+pub(crate) trait Simd: Copy {
+    /// f32 lanes of [`Simd::F`] (even; [`Simd::D`] has half as many f64 lanes).
+    const LANES: usize;
+    /// `LANES` f32.
+    type F: Copy;
+    /// `LANES / 2` f64.
+    type D: Copy;
+
+    /// Every lane `v`.
+    fn splat(self, v: f32) -> Self::F;
+    /// `a + b`.
+    fn add(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a − b`.
+    fn sub(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a · b`.
+    fn mul(self, a: Self::F, b: Self::F) -> Self::F;
+    /// `a·b + c`: one rounding on tiers with FMA (x86), else the product rounded, then the sum.
+    fn mul_add(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    /// `c − a·b`, rounded as [`Simd::mul_add`].
+    fn neg_mul_add(self, a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    /// `[a1, a0, a3, a2, …]`.
+    fn swap_pairs(self, a: Self::F) -> Self::F;
+    /// `−a` (the sign bit flipped, so `−0.0` for `0.0`, as scalar negation).
+    fn neg(self, a: Self::F) -> Self::F;
+    /// Interleaves `a` and `b`: `([a0, b0, a1, b1, …], […, a_{L−1}, b_{L−1}])`.
+    fn zip(self, a: Self::F, b: Self::F) -> (Self::F, Self::F);
+    /// Applies the quadrant `k mod 4` to the polynomial values `(s, c)`, where `k` sits in the
+    /// low mantissa bits of `y = angle·(2/π) + ROUND_MAGIC` (lanes `0 .. L/2` in `ylo`, the
+    /// rest in `yhi`): swap when `k` is odd, negate sin when `k & 2`, negate cos when
+    /// `(k + 1) & 2` — the selections `trig::quadrant` makes.
+    fn quadrant(self, ylo: Self::D, yhi: Self::D, s: Self::F, c: Self::F) -> (Self::F, Self::F);
+    /// Rounds `v` to f16 and back (nearest even), as a store and a load would.
+    fn round_f16(self, v: Self::F) -> Self::F;
+    /// Rounds `v` to bf16 and back (nearest even, NaN quieted), as a store and a load would.
+    fn round_bf16(self, v: Self::F) -> Self::F;
+
+    /// Every lane `v`.
+    fn dsplat(self, v: f64) -> Self::D;
+    /// `a + b`.
+    fn dadd(self, a: Self::D, b: Self::D) -> Self::D;
+    /// `a − b`.
+    fn dsub(self, a: Self::D, b: Self::D) -> Self::D;
+    /// `a · b`.
+    fn dmul(self, a: Self::D, b: Self::D) -> Self::D;
+    /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
+    fn narrow(self, lo: Self::D, hi: Self::D) -> Self::F;
+    /// [`Simd::quadrant`] on f64 lanes: `k` in the low mantissa bits of each lane of `y`.
+    fn dquadrant(self, y: Self::D, s: Self::D, c: Self::D) -> (Self::D, Self::D);
+
+    /// `LANES` f32 from `p`.
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable.
+    unsafe fn ld_f32(self, p: *const f32) -> Self::F;
+    /// `LANES` f32 to `p`.
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is writable.
+    unsafe fn st_f32(self, v: Self::F, p: *mut f32);
+    /// `LANES` f16 from `p`, widened exactly.
+    ///
+    /// # Safety
+    /// As [`Simd::ld_f32`].
+    unsafe fn ld_f16(self, p: *const half::f16) -> Self::F;
+    /// `LANES` lanes rounded to f16 (nearest even, `half`'s bits) and stored to `p`.
+    ///
+    /// # Safety
+    /// As [`Simd::st_f32`].
+    unsafe fn st_f16(self, v: Self::F, p: *mut half::f16);
+    /// `LANES` bf16 from `p`, widened by moving the bits into place. A signalling NaN may
+    /// stay signalling here (unlike `half::bf16::to_f32`, which quiets it): every kernel feeds
+    /// loaded values to an arithmetic operation before storing, which quiets it, so outputs
+    /// are `half`'s.
+    ///
+    /// # Safety
+    /// As [`Simd::ld_f32`].
+    unsafe fn ld_bf16(self, p: *const half::bf16) -> Self::F;
+    /// `LANES` lanes rounded to bf16 exactly as `half::bf16::from_f32` and stored to `p`.
+    ///
+    /// # Safety
+    /// As [`Simd::st_f32`].
+    unsafe fn st_bf16(self, v: Self::F, p: *mut half::bf16);
+    /// `LANES / 2` f64 from `p`.
+    ///
+    /// # Safety
+    /// `p .. p + LANES / 2` is readable.
+    unsafe fn ld_d(self, p: *const f64) -> Self::D;
+    /// `LANES / 2` f64 to `p`.
+    ///
+    /// # Safety
+    /// `p .. p + LANES / 2` is writable.
+    unsafe fn st_d(self, v: Self::D, p: *mut f64);
+    /// `LANES / 2` f32 from `p`, widened to f64 (exact).
+    ///
+    /// # Safety
+    /// `p .. p + LANES / 2` is readable.
+    unsafe fn ld_widen(self, p: *const f32) -> Self::D;
+    /// `LANES / 2` i32 from `p`, widened to f64 (exact).
+    ///
+    /// # Safety
+    /// `p .. p + LANES / 2` is readable.
+    unsafe fn ld_i32_widen(self, p: *const i32) -> Self::D;
+
+    /// `LANES` values of `T` from `p`, as f32 (f16/bf16 widened exactly).
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable.
+    #[inline(always)]
+    unsafe fn ld<T: Element>(self, p: *const T) -> Self::F {
+        // SAFETY: the caller's precondition, passed on; `cast` checks that `T` is the type
+        // `T::DTYPE` names, so the pointee type is right.
+        unsafe {
+            match T::DTYPE {
+                Dtype::F32 => self.ld_f32(cast::<T, f32>(p)),
+                Dtype::F16 => self.ld_f16(cast::<T, half::f16>(p)),
+                Dtype::Bf16 => self.ld_bf16(cast::<T, half::bf16>(p)),
+            }
+        }
+    }
+
+    /// Stores `LANES` lanes to `p` as `T`, rounding once to nearest even.
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is writable.
+    #[inline(always)]
+    unsafe fn st<T: Element>(self, v: Self::F, p: *mut T) {
+        // SAFETY: as in `ld`.
+        unsafe {
+            match T::DTYPE {
+                Dtype::F32 => self.st_f32(v, cast::<T, f32>(p).cast_mut()),
+                Dtype::F16 => self.st_f16(v, cast::<T, half::f16>(p).cast_mut()),
+                Dtype::Bf16 => self.st_bf16(v, cast::<T, half::bf16>(p).cast_mut()),
+            }
+        }
+    }
+
+    /// [`Simd::ld`] from `src[..LANES]` (bounds-checked).
+    #[inline(always)]
+    fn load<T: Element>(self, src: &[T]) -> Self::F {
+        let src = &src[..Self::LANES];
+        // SAFETY: `src` has exactly `LANES` readable elements.
+        unsafe { self.ld(src.as_ptr()) }
+    }
+
+    /// [`Simd::st`] to `dst[..LANES]` (bounds-checked).
+    #[inline(always)]
+    fn store<T: Element>(self, v: Self::F, dst: &mut [T]) {
+        let dst = &mut dst[..Self::LANES];
+        // SAFETY: `dst` has exactly `LANES` writable elements.
+        unsafe { self.st(v, dst.as_mut_ptr()) }
+    }
+
+    /// [`Simd::ld_d`] from `src[..LANES / 2]` (bounds-checked).
+    #[inline(always)]
+    fn load_d(self, src: &[f64]) -> Self::D {
+        let src = &src[..Self::LANES / 2];
+        // SAFETY: `src` has exactly `LANES / 2` readable elements.
+        unsafe { self.ld_d(src.as_ptr()) }
+    }
+
+    /// [`Simd::st_d`] to `dst[..LANES / 2]` (bounds-checked).
+    #[inline(always)]
+    fn store_d(self, v: Self::D, dst: &mut [f64]) {
+        let dst = &mut dst[..Self::LANES / 2];
+        // SAFETY: `dst` has exactly `LANES / 2` writable elements.
+        unsafe { self.st_d(v, dst.as_mut_ptr()) }
+    }
+
+    /// [`Simd::ld_widen`] from `src[..LANES / 2]` (bounds-checked).
+    #[inline(always)]
+    fn load_widen(self, src: &[f32]) -> Self::D {
+        let src = &src[..Self::LANES / 2];
+        // SAFETY: `src` has exactly `LANES / 2` readable elements.
+        unsafe { self.ld_widen(src.as_ptr()) }
+    }
+
+    /// [`Simd::ld_i32_widen`] from `src[..LANES / 2]` (bounds-checked).
+    #[inline(always)]
+    fn load_i32_widen(self, src: &[i32]) -> Self::D {
+        let src = &src[..Self::LANES / 2];
+        // SAFETY: `src` has exactly `LANES / 2` readable elements.
+        unsafe { self.ld_i32_widen(src.as_ptr()) }
+    }
+
+    /// `v` rounded to `T` and widened back (HF's eager intermediate roundings).
+    #[inline(always)]
+    fn round_to<T: Element>(self, v: Self::F) -> Self::F {
+        match T::DTYPE {
+            Dtype::F32 => v,
+            Dtype::F16 => self.round_f16(v),
+            Dtype::Bf16 => self.round_bf16(v),
+        }
+    }
+}
+
+/// `p` as a pointer to `U`, which the caller matched `T::DTYPE` against: `Element` is sealed
+/// to exactly three types, so `T` is `U`. Checked, not assumed; the check folds away.
+#[inline(always)]
+fn cast<T: 'static, U: 'static>(p: *const T) -> *const U {
+    assert!(core::any::TypeId::of::<T>() == core::any::TypeId::of::<U>());
+    p.cast()
+}
+
+/// Copies `src` into the front of a zeroed `MAX_LANES`-wide buffer: vector tails run the same
+/// code on padding, so every element gets the same operations as in a full vector.
+#[inline(always)]
+pub(crate) fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
+    let mut buf = [T::default(); MAX_LANES];
+    buf[..src.len()].copy_from_slice(src);
+    buf
+}
+
+/// An operation written once for every tier: `run` is instantiated with each tier's token
+/// inside that tier's `#[target_feature]` entry function (see `dispatch.rs`), so it and
+/// everything it calls must be `#[inline(always)]`.
+pub(crate) trait Kernel {
+    /// What the operation returns.
+    type Output;
+    /// Runs the operation with the vectors of `s`.
+    fn run<S: Simd>(self, s: S) -> Self::Output;
+}

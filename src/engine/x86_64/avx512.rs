@@ -1,0 +1,264 @@
+//! The AVX-512F tier (+ AVX2, FMA, F16C): 16 f32 lanes (`__m512`), 8 f64 lanes (`__m512d`).
+//!
+//! What is specific to AVX-512: the token and its one entry function (`run`), the lane
+//! operations as intrinsics (masked blends for the quadrant, two-source permutes for `zip`),
+//! and the f16/bf16 conversions. bf16 stores use integer round-to-nearest-even rather than
+//! AVX512-BF16's `vcvtneps2bf16`: that instruction treats subnormal inputs as zero, which would
+//! break the bit-for-bit agreement with `half::bf16::from_f32` the contract promises.
+
+use crate::engine::detect;
+use crate::engine::vector::{Kernel, Simd};
+use core::arch::x86_64::*;
+
+/// The AVX-512 tier's token: proof that this CPU has AVX-512F, AVX2, FMA and F16C. The
+/// private field keeps every constructor in this file, and [`Avx512::new`] is the only one.
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512(());
+
+impl Avx512 {
+    /// The token, if this CPU (or the build's target features) has AVX-512F, AVX2, FMA and
+    /// F16C.
+    #[inline]
+    pub(crate) fn new() -> Option<Avx512> {
+        detect::avx512().then_some(Avx512(()))
+    }
+
+    /// Runs `k` with this tier's vectors, compiled with its features.
+    #[inline(always)]
+    pub(crate) fn vectorize<K: Kernel>(self, k: K) -> K::Output {
+        // SAFETY: `run` needs AVX-512F, AVX2, FMA and F16C, which `self` proves
+        // (`Avx512::new`).
+        unsafe { run(self, k) }
+    }
+}
+
+/// The AVX-512 entry point: every kernel is instantiated here, where it inlines with the
+/// tier's features enabled (`.ci/check-asm.sh` disassembles each instantiation).
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn run<K: Kernel>(t: Avx512, k: K) -> K::Output {
+    k.run(t)
+}
+
+impl Simd for Avx512 {
+    const LANES: usize = 16;
+    type F = __m512;
+    type D = __m512d;
+
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_set1_ps(v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_fnmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn swap_pairs(self, a: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_permute_ps::<0b10_11_00_01>(a) }
+    }
+    #[inline(always)]
+    fn neg(self, a: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe {
+            // Integer xor: `_mm512_xor_ps` would need AVX512DQ.
+            let sign = _mm512_set1_epi32(i32::MIN);
+            _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), sign))
+        }
+    }
+    #[inline(always)]
+    fn zip(self, a: __m512, b: __m512) -> (__m512, __m512) {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe {
+            // Indices 0..15 pick from `a`, 16..31 from `b`.
+            let lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            let hi =
+                _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+            (
+                _mm512_permutex2var_ps(a, lo, b),
+                _mm512_permutex2var_ps(a, hi, b),
+            )
+        }
+    }
+    #[inline(always)]
+    fn quadrant(self, ylo: __m512d, yhi: __m512d, s: __m512, c: __m512) -> (__m512, __m512) {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe {
+            // The low dword of each f64 lane holds k's low bits (vpmovqd truncates to it).
+            let ql = _mm512_cvtepi64_epi32(_mm512_castpd_si512(ylo));
+            let qh = _mm512_cvtepi64_epi32(_mm512_castpd_si512(yhi));
+            let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(ql), qh);
+            let odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+            let (s2, c2) = (
+                _mm512_mask_blend_ps(odd, s, c),
+                _mm512_mask_blend_ps(odd, c, s),
+            );
+            let sign = _mm512_set1_epi32(i32::MIN);
+            let sn = _mm512_and_si512(_mm512_slli_epi32::<30>(q), sign);
+            let q1 = _mm512_add_epi32(q, _mm512_set1_epi32(1));
+            let cn = _mm512_and_si512(_mm512_slli_epi32::<30>(q1), sign);
+            let flip = |v: __m512, m: __m512i| {
+                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), m))
+            };
+            (flip(s2, sn), flip(c2, cn))
+        }
+    }
+
+    #[inline(always)]
+    fn dsplat(self, v: f64) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_set1_pd(v) }
+    }
+    #[inline(always)]
+    fn dadd(self, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_add_pd(a, b) }
+    }
+    #[inline(always)]
+    fn dsub(self, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_sub_pd(a, b) }
+    }
+    #[inline(always)]
+    fn dmul(self, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_mul_pd(a, b) }
+    }
+    #[inline(always)]
+    fn narrow(self, lo: __m512d, hi: __m512d) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe {
+            let lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(lo));
+            let hi = _mm256_castps_pd(_mm512_cvtpd_ps(hi));
+            _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(lo), hi))
+        }
+    }
+
+    #[inline(always)]
+    fn dquadrant(self, y: __m512d, s: __m512d, c: __m512d) -> (__m512d, __m512d) {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe {
+            let q = _mm512_castpd_si512(y);
+            let odd = _mm512_test_epi64_mask(q, _mm512_set1_epi64(1));
+            let (s2, c2) = (
+                _mm512_mask_blend_pd(odd, s, c),
+                _mm512_mask_blend_pd(odd, c, s),
+            );
+            let sign = _mm512_set1_epi64(i64::MIN);
+            let sn = _mm512_and_si512(_mm512_slli_epi64::<62>(q), sign);
+            let q1 = _mm512_add_epi64(q, _mm512_set1_epi64(1));
+            let cn = _mm512_and_si512(_mm512_slli_epi64::<62>(q1), sign);
+            let flip = |v: __m512d, m: __m512i| {
+                _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(v), m))
+            };
+            (flip(s2, sn), flip(c2, cn))
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_d(self, v: __m512d, p: *mut f64) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_storeu_pd(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn ld_widen(self, p: *const f32) -> __m512d {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_cvtps_pd(_mm256_loadu_ps(p)) }
+    }
+    #[inline(always)]
+    unsafe fn ld_d(self, p: *const f64) -> __m512d {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_loadu_pd(p) }
+    }
+    #[inline(always)]
+    unsafe fn ld_f32(self, p: *const f32) -> __m512 {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn st_f32(self, v: __m512, p: *mut f32) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_storeu_ps(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn ld_f16(self, src: *const half::f16) -> __m512 {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(src.cast())) }
+    }
+    #[inline(always)]
+    unsafe fn st_f16(self, v: __m512, dst: *mut half::f16) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm256_storeu_si256(dst.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+    }
+    #[inline(always)]
+    unsafe fn ld_bf16(self, src: *const half::bf16) -> __m512 {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe {
+            // Signalling NaNs are not quieted here; see `avx2::ld_bf16` for why outputs are the
+            // same.
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+                _mm256_loadu_si256(src.cast()),
+            )))
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_bf16(self, v: __m512, dst: *mut half::bf16) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm256_storeu_si256(dst.cast(), _mm512_cvtepi32_epi16(self.bf16_bits(v))) }
+    }
+    #[inline(always)]
+    unsafe fn ld_i32_widen(self, p: *const i32) -> __m512d {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
+        unsafe { _mm512_cvtepi32_pd(_mm256_loadu_si256(p.cast())) }
+    }
+    #[inline(always)]
+    fn round_f16(self, v: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+    }
+    #[inline(always)]
+    fn round_bf16(self, v: __m512) -> __m512 {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(self.bf16_bits(v))) }
+    }
+}
+
+impl Avx512 {
+    /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
+    /// `half::bf16::from_f32` (see `Avx2::bf16_hi`).
+    #[inline(always)]
+    fn bf16_bits(self, v: __m512) -> __m512i {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            let x = _mm512_castps_si512(v);
+            let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
+            let rounded = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+            let rounded = _mm512_srli_epi32::<16>(rounded);
+            let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x40));
+            let abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff_ffff));
+            let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+            _mm512_mask_blend_epi32(nan, rounded, quiet)
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The sinusoidal kernel: which method fills which rows, written once for every tier.
+
+use super::spec::{Rows, SinSpec};
+use super::{direct, recurrence};
+use crate::element::Element;
+use crate::engine::vector::{Kernel, Simd};
+
+/// Fills (or adds to) `out`, whole rows of `rows` (validated by the caller).
+pub(crate) struct Sinusoids<'a, T> {
+    pub out: &'a mut [T],
+    pub spec: &'a SinSpec,
+    pub rows: Rows<'a>,
+    pub add: bool,
+}
+
+impl<T: Element> Kernel for Sinusoids<'_, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let Sinusoids {
+            out,
+            spec,
+            rows,
+            add,
+        } = self;
+        if out.is_empty() {
+            return; // no rows: nothing to compute, however wide the rows would be
+        }
+        let d = spec.d_model;
+        match (rows, add) {
+            (Rows::From(first), false) => recurrence::fill(s, out, spec, first),
+            _ => direct::fill(s, out, spec, rows, add),
+        }
+        if 2 * spec.pairs < d {
+            // An odd width's last column is zero (fairseq and timestep embeddings pad it).
+            for row in out.chunks_exact_mut(d) {
+                let last = &mut row[d - 1];
+                *last = T::from_f32(if add { last.to_f32() + 0.0 } else { 0.0 });
+            }
+        }
+    }
+}
