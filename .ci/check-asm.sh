@@ -2,14 +2,14 @@
 # Disassembly proof that the runtime x86 tiers are what they claim to be.
 #
 # Builds .ci/asm-probe (a tiny release binary that calls every public entry point reaching
-# the tiers with f32, f16 and bf16, so the generic `#[target_feature]` entry points are
-# instantiated), disassembles it with objdump, and fails unless
-#   * every posenc::arch::x86_64::avx2::rope::<T> uses ymm registers and vfmadd*,
-#   * every posenc::arch::x86_64::avx512::rope::<T> uses zmm registers and vfmadd*,
-#   * rope::<f16> of each tier converts with vcvtph2ps and vcvtps2ph (F16C / AVX-512F),
-#   * the other entry points (cos_sin_table, sinusoidal, axpb) use their tier's registers,
-#     and axpb::<T> fuses (vfmadd*),
-#   * each of the expected instantiations exists at all.
+# the tiers with f32, f16 and bf16), disassembles it with objdump, and fails unless
+#   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`,
+#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T>`), the
+#     cos/sin tables (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory
+#     ceiling (`Axpb<T>`), T = f32, f16, bf16;
+#   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512);
+#   * Rotate<T> and Axpb<T> fuse (vfmadd*), and Rotate<f16> converts with vcvtph2ps and
+#     vcvtps2ph (F16C / AVX-512F).
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
 # >= 2.36 demangles it). The checker then checks itself: a bogus required pattern must fail.
 #
@@ -38,7 +38,7 @@ objdump -d --no-show-raw-insn -C "$bin" >"$work/all.asm"
 awk -v dir="$work" '
   /^[0-9a-f]+ <.*>:$/ {
     name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
-    keep = (name ~ /^posenc::arch::x86_64::avx(2|512)::(rope|cos_sin_table|sinusoidal|axpb)(::<.*>)?$/)
+    keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run::<.*>$/)
     if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
     next
   }
@@ -46,7 +46,7 @@ awk -v dir="$work" '
   keep { print >> file }
 ' "$work/all.asm"
 sort -t$'\t' -k2,2 -o "$work/names" "$work/names" 2>/dev/null || true
-[ -s "$work/names" ] || { echo "check-asm: no posenc::arch::x86_64 entry points found in $bin" >&2; exit 1; }
+[ -s "$work/names" ] || { echo "check-asm: no posenc::engine::x86_64 entry points found in $bin" >&2; exit 1; }
 
 count() { grep -cE "$2" "$work/fn.$1" || true; }
 
@@ -54,14 +54,20 @@ count() { grep -cE "$2" "$work/fn.$1" || true; }
 check() {
   local extra=$1 fails=0 n name tier op insns reg fma cvt_in cvt_out
   while IFS=$'\t' read -r n name; do
-    tier=${name#posenc::arch::x86_64::}; tier=${tier%%::*}
-    op=${name#posenc::arch::x86_64::"$tier"::}; op=${op%%::*}
+    tier=${name#posenc::engine::x86_64::}; tier=${tier%%::*}
+    case $name in
+      *"::rope::Rotate<"*) op=rope ;;
+      *"::ceiling::Axpb<"*) op=axpb ;;
+      *"::kernel::Sinusoids<"*) op=sinusoidal ;;
+      *"::angles::CosSinTable"*) op=cos_sin_table ;;
+      *) op=other ;;
+    esac
     insns=$(wc -l <"$work/fn.$n")
     if [ "$tier" = avx2 ]; then reg=$(count "$n" '%ymm'); else reg=$(count "$n" '%zmm'); fi
     fma=$(count "$n" 'vfn?madd|vfn?msub')
     cvt_in=$(count "$n" 'vcvtph2ps')
     cvt_out=$(count "$n" 'vcvtps2ph')
-    [ "$extra" = "" ] && printf '%-62s %6d insns  %s %5d  vfma %4d  vcvtph2ps %3d  vcvtps2ph %3d\n' \
+    [ "$extra" = "" ] && printf '%-90s %6d insns  %s %5d  vfma %4d  vcvtph2ps %3d  vcvtps2ph %3d\n' \
       "$name" "$insns" "$([ "$tier" = avx2 ] && echo ymm || echo zmm)" "$reg" "$fma" "$cvt_in" "$cvt_out"
     need() { # need COUNT WHAT
       if [ "$1" -eq 0 ]; then
@@ -83,18 +89,20 @@ check() {
     esac
   done <"$work/names"
   # Every instantiation the probe asks for is there.
-  local t o d
+  local t k d want
   for t in avx2 avx512; do
-    for o in rope sinusoidal axpb; do
+    for k in engine::rope::Rotate sinusoidal::kernel::Sinusoids engine::ceiling::Axpb; do
       for d in f32 half::binary16::f16 half::bfloat::bf16; do
-        grep -qF $'\t'"posenc::arch::x86_64::$t::$o::<$d>" "$work/names" || {
-          echo "check-asm: FAIL posenc::arch::x86_64::$t::$o::<$d> not found" >&2
+        want="posenc::engine::x86_64::$t::run::<posenc::$k<$d>>"
+        grep -qF $'\t'"$want" "$work/names" || {
+          echo "check-asm: FAIL $want not found" >&2
           fails=1
         }
       done
     done
-    grep -qF $'\t'"posenc::arch::x86_64::$t::cos_sin_table" "$work/names" || {
-      echo "check-asm: FAIL posenc::arch::x86_64::$t::cos_sin_table not found" >&2
+    want="posenc::engine::x86_64::$t::run::<posenc::engine::angles::CosSinTable>"
+    grep -qF $'\t'"$want" "$work/names" || {
+      echo "check-asm: FAIL $want not found" >&2
       fails=1
     }
   done

@@ -172,23 +172,23 @@ impl<'a, S: Simd> Source<'a, S> {
     #[inline(always)]
     pub(crate) fn cos_sin(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
         let (l, h) = (S::LANES, S::LANES / 2);
-        let angles = |lo: S::D, hi: S::D| {
-            let (sn, c) = sin_cos(s, lo, hi);
-            (s.mul(c, self.cs), s.mul(sn, self.ss))
-        };
+        // (No closures here: a closure does not inherit the entry function's target
+        // features, so the intrinsics it calls would not inline.)
         match self.kind {
             Kind::Exact { w, pos } => {
                 let p = s.dsplat(pos[t] as f64);
                 let lo = s.dmul(p, s.load_widen(&w[j..]));
                 let hi = s.dmul(p, s.load_widen(&w[j + h..]));
-                angles(lo, hi)
+                self.scaled(s, lo, hi)
             }
             Kind::F32 { w, pos } => {
                 // HF: the f32 product f32(p)·ω, then sin/cos of that angle.
                 let p = pos[t] as f32;
-                let a: [f64; MAX_LANES] =
-                    core::array::from_fn(|i| if i < l { (p * w[j + i]) as f64 } else { 0.0 });
-                angles(s.load_d(&a[..h]), s.load_d(&a[h..l]))
+                let mut a = [0.0f64; MAX_LANES];
+                for (i, a) in a[..l].iter_mut().enumerate() {
+                    *a = (p * w[j + i]) as f64;
+                }
+                self.scaled(s, s.load_d(&a[..h]), s.load_d(&a[h..l]))
             }
             Kind::Axes {
                 w,
@@ -198,11 +198,13 @@ impl<'a, S: Simd> Source<'a, S> {
             } => {
                 let row = &pos[t * n_axes..(t + 1) * n_axes];
                 let n = l.min(self.half - j);
-                let pp: [i32; MAX_LANES] =
-                    core::array::from_fn(|i| if i < n { row[axis[j + i] as usize] } else { 0 });
+                let mut pp = [0i32; MAX_LANES];
+                for (i, p) in pp[..n].iter_mut().enumerate() {
+                    *p = row[axis[j + i] as usize];
+                }
                 let lo = s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..]));
                 let hi = s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..]));
-                angles(lo, hi)
+                self.scaled(s, lo, hi)
             }
             Kind::Table { cos, sin } => {
                 let at = t * self.half + j;
@@ -215,6 +217,13 @@ impl<'a, S: Simd> Source<'a, S> {
                 }
             }
         }
+    }
+
+    /// cos and sin of the angles `lo`, `hi` (two halves of a block), scaled.
+    #[inline(always)]
+    fn scaled(&self, s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
+        let (sn, c) = sin_cos(s, lo, hi);
+        (s.mul(c, self.cs), s.mul(sn, self.ss))
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at

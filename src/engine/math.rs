@@ -61,28 +61,36 @@ pub(crate) fn sin_cos<S: Simd>(s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
 /// `(sin, cos)` of f64 angles in f64: `trig::sin_cos_f64` per lane.
 #[inline(always)]
 pub(crate) fn sin_cos64<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {
-    let k = |v| s.dsplat(v);
     let (r, y) = reduce(s, a);
     let z = s.dmul(r, r);
     let w = s.dmul(z, z);
     // DS1 + z·(DS2 + z·DS3) + z·w·(DS4 + z·DS5)
     let sr = s.dadd(
-        s.dadd(k(DS[1]), s.dmul(z, s.dadd(k(DS[2]), s.dmul(z, k(DS[3]))))),
-        s.dmul(s.dmul(z, w), s.dadd(k(DS[4]), s.dmul(z, k(DS[5])))),
+        s.dadd(
+            s.dsplat(DS[1]),
+            s.dmul(z, s.dadd(s.dsplat(DS[2]), s.dmul(z, s.dsplat(DS[3])))),
+        ),
+        s.dmul(
+            s.dmul(z, w),
+            s.dadd(s.dsplat(DS[4]), s.dmul(z, s.dsplat(DS[5]))),
+        ),
     );
     // r + z·r·(DS0 + z·sr)
-    let sn = s.dadd(r, s.dmul(s.dmul(z, r), s.dadd(k(DS[0]), s.dmul(z, sr))));
+    let sn = s.dadd(
+        r,
+        s.dmul(s.dmul(z, r), s.dadd(s.dsplat(DS[0]), s.dmul(z, sr))),
+    );
     // z·(DC0 + z·(DC1 + z·DC2)) + w·w·(DC3 + z·(DC4 + z·DC5))
-    let c_lo = s.dadd(k(DC[1]), s.dmul(z, k(DC[2])));
-    let c_hi = s.dadd(k(DC[4]), s.dmul(z, k(DC[5])));
+    let c_lo = s.dadd(s.dsplat(DC[1]), s.dmul(z, s.dsplat(DC[2])));
+    let c_hi = s.dadd(s.dsplat(DC[4]), s.dmul(z, s.dsplat(DC[5])));
     let cr = s.dadd(
-        s.dmul(z, s.dadd(k(DC[0]), s.dmul(z, c_lo))),
-        s.dmul(s.dmul(w, w), s.dadd(k(DC[3]), s.dmul(z, c_hi))),
+        s.dmul(z, s.dadd(s.dsplat(DC[0]), s.dmul(z, c_lo))),
+        s.dmul(s.dmul(w, w), s.dadd(s.dsplat(DC[3]), s.dmul(z, c_hi))),
     );
     // (1 − z/2) + (((1 − (1 − z/2)) − z/2) + z·cr)
-    let hz = s.dmul(k(0.5), z);
-    let one_hz = s.dsub(k(1.0), hz);
-    let tail = s.dadd(s.dsub(s.dsub(k(1.0), one_hz), hz), s.dmul(z, cr));
+    let hz = s.dmul(s.dsplat(0.5), z);
+    let one_hz = s.dsub(s.dsplat(1.0), hz);
+    let tail = s.dadd(s.dsub(s.dsub(s.dsplat(1.0), one_hz), hz), s.dmul(z, cr));
     let c = s.dadd(one_hz, tail);
     s.dquadrant(y, sn, c)
 }

@@ -74,12 +74,18 @@ impl<T: Element> Kernel for Rotate<'_, '_, T> {
             chunks: half.div_ceil(CHUNK),
             round: job.round,
         };
-        // Layout and rounding as constants, so the inner loops test neither.
-        match (interleaved(job.layout), job.round == Rounding::Once) {
-            (true, true) => run.stream::<T, true, true>(self.targets),
-            (true, false) => run.stream::<T, true, false>(self.targets),
-            (false, true) => run.stream::<T, false, true>(self.targets),
-            (false, false) => run.stream::<T, false, false>(self.targets),
+        // Layout and rounding as constants, so the inner loops test neither; and the common
+        // shape (one chunk of whole vectors per token) as a constant too, so its loops carry
+        // no tail and no chunk offsets (`cargo bench --bench ratio`: the per-head overhead is
+        // a visible share of a head's work at head_dim 128).
+        let whole = run.chunks == 1 && half.is_multiple_of(S::LANES);
+        match (interleaved(job.layout), job.round == Rounding::Once, whole) {
+            (true, true, true) => run.stream::<T, true, true, true>(self.targets),
+            (false, true, true) => run.stream::<T, false, true, true>(self.targets),
+            (true, true, false) => run.stream::<T, true, true, false>(self.targets),
+            (false, true, false) => run.stream::<T, false, true, false>(self.targets),
+            (true, false, _) => run.stream::<T, true, false, false>(self.targets),
+            (false, false, _) => run.stream::<T, false, false, false>(self.targets),
         }
     }
 }
@@ -129,6 +135,13 @@ impl<S: Simd> Run<'_, S> {
     /// Item `i`: its token, first pair and pair count.
     #[inline(always)]
     fn item(&self, i: usize) -> (usize, usize, usize) {
+        if self.chunks == 1 {
+            // The common case, one chunk per token. (Written apart so that the pair count is
+            // not known to be ≤ CHUNK: LLVM then keeps the rotation a loop instead of
+            // unrolling it into a chain of exits, which measured slower in `cargo bench
+            // --bench ratio`.)
+            return (i, 0, self.half);
+        }
         let (t, j0) = (i / self.chunks, (i % self.chunks) * CHUNK);
         (t, j0, CHUNK.min(self.half - j0))
     }
@@ -167,7 +180,10 @@ impl<S: Simd> Run<'_, S> {
 
     /// The items in memory order, the next item's table pipelined.
     #[inline(always)]
-    fn stream<T: Element, const IL: bool, const ONCE: bool>(&self, targets: &mut [Target<'_, T>]) {
+    fn stream<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool>(
+        &self,
+        targets: &mut [Target<'_, T>],
+    ) {
         let items = self.tokens * self.chunks;
         let mut tabs = [Tab::new(), Tab::new()];
         let mut first = self.pending(0, &mut tabs[0]);
@@ -191,7 +207,6 @@ impl<S: Simd> Run<'_, S> {
                     // SAFETY: `in_bounds` proved every window of every token of this span lies
                     // in `target.x`; `base` is head 0 of token `t`, one of those windows' start.
                     let base = unsafe { x.add(span.offset + t * span.token_stride) };
-                    let at = |h: usize| base.wrapping_add(h * hs);
                     let mut h = 0;
                     if single {
                         while h + 4 <= nh {
@@ -199,7 +214,15 @@ impl<S: Simd> Run<'_, S> {
                             // of token `t` are windows proven in bounds, and `rotate` stays
                             // inside pairs `j0 .. j0 + n ≤ half` of each; `cur` holds the
                             // item's table.
-                            unsafe { self.rotate::<T, IL, ONCE, 4>(at(h), hs, j0, n, cur) };
+                            unsafe {
+                                self.rotate::<T, IL, ONCE, WHOLE, 4>(
+                                    base.wrapping_add(h * hs),
+                                    hs,
+                                    j0,
+                                    n,
+                                    cur,
+                                )
+                            };
                             self.advance::<T, IL>(&mut next);
                             h += 4;
                         }
@@ -207,14 +230,30 @@ impl<S: Simd> Run<'_, S> {
                     if !IL || single {
                         while h + 2 <= nh {
                             // SAFETY: as above.
-                            unsafe { self.rotate::<T, IL, ONCE, 2>(at(h), hs, j0, n, cur) };
+                            unsafe {
+                                self.rotate::<T, IL, ONCE, WHOLE, 2>(
+                                    base.wrapping_add(h * hs),
+                                    hs,
+                                    j0,
+                                    n,
+                                    cur,
+                                )
+                            };
                             self.advance::<T, IL>(&mut next);
                             h += 2;
                         }
                     }
                     while h < nh {
                         // SAFETY: as above.
-                        unsafe { self.rotate::<T, IL, ONCE, 1>(at(h), hs, j0, n, cur) };
+                        unsafe {
+                            self.rotate::<T, IL, ONCE, WHOLE, 1>(
+                                base.wrapping_add(h * hs),
+                                hs,
+                                j0,
+                                n,
+                                cur,
+                            )
+                        };
                         self.advance::<T, IL>(&mut next);
                         h += 1;
                     }
@@ -229,11 +268,19 @@ impl<S: Simd> Run<'_, S> {
     /// Rotates pairs `j0 .. j0 + n` of the `H` rotary windows at `p0 + i·hs` (`i < H`) with
     /// the chunk's table; each table vector is loaded once for all of them.
     ///
+    /// `WHOLE`: the chunk is the whole window and a whole number of vectors (no tail).
+    ///
     /// # Safety
     /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < H`) are writable windows; `j0 + n ≤ half`;
     /// `tab` holds the table of this chunk (`n` pairs).
     #[inline(always)]
-    unsafe fn rotate<T: Element, const IL: bool, const ONCE: bool, const H: usize>(
+    unsafe fn rotate<
+        T: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+        const H: usize,
+    >(
         &self,
         p0: *mut T,
         hs: usize,
@@ -242,6 +289,7 @@ impl<S: Simd> Run<'_, S> {
         tab: &Tab,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
+        let (j0, n) = if WHOLE { (0, half) } else { (j0, n) };
         if IL {
             let (m, start) = (2 * n, 2 * j0);
             let ml = m / l * l;
@@ -253,7 +301,7 @@ impl<S: Simd> Run<'_, S> {
                     unsafe { self.inter::<T, ONCE>(p0.add(i * hs + start + k), c, sn) };
                 }
             }
-            if ml < m {
+            if !WHOLE && ml < m {
                 // SAFETY: the table's last block covers entries up to `2n` rounded up to `l`.
                 let (c, sn) = unsafe { tab.get(s, ml) };
                 for i in 0..H {
@@ -281,7 +329,7 @@ impl<S: Simd> Run<'_, S> {
                     }
                 }
             }
-            if nl < n {
+            if !WHOLE && nl < n {
                 // SAFETY: the table's last block covers entries up to `n` rounded up to `l`.
                 let (c, sn) = unsafe { tab.get(s, nl) };
                 for i in 0..H {

@@ -93,26 +93,22 @@ fn write<S: Simd, T: Element>(
 ) {
     let l = S::LANES;
     let nl = sin.len() / l * l;
-    let put = |v: S::F, dst: &mut [T]| {
-        let v = if add { s.add(s.load::<T>(dst), v) } else { v };
-        s.store::<T>(v, dst);
-    };
     for k in (0..nl).step_by(l) {
         let (sv, cv) = (s.load(&sin[k..]), s.load(&cos[k..]));
         let i = i0 + k;
         match layout {
             SinusoidalLayout::Interleaved => {
                 let (a, b) = s.zip(sv, cv);
-                put(a, &mut row[2 * i..]);
-                put(b, &mut row[2 * i + l..]);
+                put(s, a, &mut row[2 * i..], add);
+                put(s, b, &mut row[2 * i + l..], add);
             }
             SinusoidalLayout::Split => {
-                put(sv, &mut row[i..]);
-                put(cv, &mut row[pairs + i..]);
+                put(s, sv, &mut row[i..], add);
+                put(s, cv, &mut row[pairs + i..], add);
             }
             SinusoidalLayout::SplitCosFirst => {
-                put(cv, &mut row[i..]);
-                put(sv, &mut row[pairs + i..]);
+                put(s, cv, &mut row[i..], add);
+                put(s, sv, &mut row[pairs + i..], add);
             }
         }
     }
@@ -127,4 +123,13 @@ fn write<S: Simd, T: Element>(
             row[ic] = T::from_f32(cv);
         }
     }
+}
+
+/// Stores `v` at `dst[..LANES]` as `T`, or adds it to what is there (one f32 add, one
+/// rounding). A function, not a closure: closures do not inherit the entry function's target
+/// features.
+#[inline(always)]
+fn put<S: Simd, T: Element>(s: S, v: S::F, dst: &mut [T], add: bool) {
+    let v = if add { s.add(s.load::<T>(dst), v) } else { v };
+    s.store::<T>(v, dst);
 }

@@ -240,9 +240,14 @@ fn pass<S: Simd, T: Element, const V: usize, const FULL: bool>(
     (j, j0, j1): (usize, usize, usize),
 ) {
     let h = S::LANES / 2;
-    let k: [S::D; V] = core::array::from_fn(|v| s.load_d(&sp.k[c + v * h..]));
-    let mut a: [S::D; V] = core::array::from_fn(|v| s.load_d(&ya[c + v * h..]));
-    let mut b: [S::D; V] = core::array::from_fn(|v| s.load_d(&yb[c + v * h..]));
+    // Plain loops, not `array::from_fn`: its closure would not inherit the target features.
+    let zero = s.dsplat(0.0);
+    let (mut k, mut a, mut b) = ([zero; V], [zero; V], [zero; V]);
+    for v in 0..V {
+        k[v] = s.load_d(&sp.k[c + v * h..]);
+        a[v] = s.load_d(&ya[c + v * h..]);
+        b[v] = s.load_d(&yb[c + v * h..]);
+    }
     let dc = (sp.d, sp.col0 + c);
     for g in (0..PASS).step_by(2) {
         row::<S, T, V, FULL>(s, rows, dc, &a, (j + g, j0, j1));

@@ -119,10 +119,10 @@ impl Simd for Avx512 {
             let sn = _mm512_and_si512(_mm512_slli_epi32::<30>(q), sign);
             let q1 = _mm512_add_epi32(q, _mm512_set1_epi32(1));
             let cn = _mm512_and_si512(_mm512_slli_epi32::<30>(q1), sign);
-            let flip = |v: __m512, m: __m512i| {
-                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), m))
-            };
-            (flip(s2, sn), flip(c2, cn))
+            (
+                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(s2), sn)),
+                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(c2), cn)),
+            )
         }
     }
 
@@ -170,10 +170,10 @@ impl Simd for Avx512 {
             let sn = _mm512_and_si512(_mm512_slli_epi64::<62>(q), sign);
             let q1 = _mm512_add_epi64(q, _mm512_set1_epi64(1));
             let cn = _mm512_and_si512(_mm512_slli_epi64::<62>(q1), sign);
-            let flip = |v: __m512d, m: __m512i| {
-                _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(v), m))
-            };
-            (flip(s2, sn), flip(c2, cn))
+            (
+                _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(s2), sn)),
+                _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(c2), cn)),
+            )
         }
     }
     #[inline(always)]
