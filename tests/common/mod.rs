@@ -1,7 +1,9 @@
-//! Reader for the golden vectors in `tests/data` (format: `tests/data/README.md`).
-#![allow(dead_code)]
+//! Shared test helpers: the reader for the golden vectors in `tests/data` (format:
+//! `tests/data/README.md`), [`check`] and the generator [`rng::Rng`].
+#![allow(dead_code)] // each test file uses a different subset
 
 pub mod check;
+pub mod rng;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
