@@ -12,21 +12,11 @@
 mod common;
 
 use common::check::{self, RopeOptions};
-use common::{Case, case_names};
+use common::{Case, backends, case_names};
 use posenc::{
-    Backend, Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling,
-    Yarn, bf16, f16,
+    Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling, Yarn,
+    bf16, f16,
 };
-
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::active()));
-    v
-}
 
 /// Rope cases in `INDEX.txt` that carry an `inv_freq` buffer: every rope case but the two
 /// GPT-J ones (whose table comes from `create_sinusoidal_positions`, no buffer).

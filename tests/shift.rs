@@ -25,6 +25,7 @@
 
 mod common;
 
+use common::backends;
 use common::rng::Rng;
 use core::f64::consts::SQRT_2;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Scaling, Yarn, bf16, f16};
@@ -81,16 +82,6 @@ impl Rng {
         let mag = (u * 12.0 - 6.0).exp2() as f32;
         if self.next() & 1 == 0 { mag } else { -mag }
     }
-}
-
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::active()));
-    v
 }
 
 /// Qwen2.5-style YaRN: head_dim 128, theta 1e6, factor 4 over 32768; `rotary_dim` 128 or 64.

@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::backends;
 use common::rng::Rng;
 use posenc::{
     Backend, Element, Error, Layout, MAX_VIEWS, Rope, RopeConfig, Rounding, Scaling, View, Yarn,
@@ -116,18 +117,6 @@ impl Rng {
             })
             .collect()
     }
-}
-
-/// Every backend this machine runs (at least scalar and portable).
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
-    assert!(v.contains(&Backend::active()));
-    v
 }
 
 /// The configurations the bitwise-equivalence tests run: both layouts, full and partial

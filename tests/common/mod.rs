@@ -1,5 +1,5 @@
 //! Shared test helpers: the reader for the golden vectors in `tests/data` (format:
-//! `tests/data/README.md`), [`check`] and the generator [`rng::Rng`].
+//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`] and [`backends`].
 #![allow(dead_code)] // each test file uses a different subset
 
 pub mod check;
@@ -183,4 +183,14 @@ impl Case {
         );
         a
     }
+}
+
+/// Every backend that runs here ([`posenc::Backend::available`]), checked to include
+/// `Scalar`, `Portable` and the active one.
+pub fn backends() -> Vec<posenc::Backend> {
+    use posenc::Backend;
+    let v: Vec<Backend> = Backend::available().collect();
+    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
+    assert!(v.contains(&Backend::active()));
+    v
 }
