@@ -1,5 +1,5 @@
 //! Shared test helpers: the reader for the golden vectors in `tests/data` (format:
-//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`] and [`backends`].
+//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`], [`backends`] and [`ulps`].
 #![allow(dead_code)] // each test file uses a different subset
 
 pub mod check;
@@ -193,4 +193,15 @@ pub fn backends() -> Vec<posenc::Backend> {
     assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
     assert!(v.contains(&Backend::active()));
     v
+}
+
+/// Distance in representable f32 values (0 = bitwise equal up to the sign of zero); both
+/// finite, any signs.
+pub fn ulps(a: f32, b: f32) -> u64 {
+    fn key(x: f32) -> i64 {
+        let i = x.to_bits() as i32 as i64;
+        if i < 0 { i64::from(i32::MIN) - i } else { i }
+    }
+    assert!(a.is_finite() && b.is_finite(), "non-finite {a} vs {b}");
+    key(a).abs_diff(key(b))
 }
