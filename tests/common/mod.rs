@@ -1,5 +1,5 @@
 //! Shared test helpers: the reader for the golden vectors in `tests/data` (format:
-//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`], [`backends`] and [`ulps`].
+//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`], [`backends`], [`bits`] and [`ulps`].
 #![allow(dead_code)] // each test file uses a different subset
 
 pub mod check;
@@ -193,6 +193,12 @@ pub fn backends() -> Vec<posenc::Backend> {
     assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
     assert!(v.contains(&Backend::active()));
     v
+}
+
+/// Bit patterns of the elements through their f32 widening: every `Element` is f32 or 16 bits,
+/// and the widening is injective for f16/bf16 except NaN payloads.
+pub fn bits<T: posenc::Element>(x: &[T]) -> Vec<u32> {
+    x.iter().map(|v| v.to_f32().to_bits()).collect()
 }
 
 /// Distance in representable f32 values (0 = bitwise equal up to the sign of zero); both
