@@ -31,6 +31,9 @@
 //!
 //! Runtime: about 2–3 s at the test profile's opt-level 1 (one core per test).
 
+mod common;
+
+use common::rng::Rng;
 use posenc::{
     Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
     bf16, f16,
@@ -146,27 +149,8 @@ fn every_backend_the_cpu_supports_is_available_and_tested() {
 // helpers
 // ---------------------------------------------------------------------------------------
 
-/// xorshift64*.
-struct Rng(u64);
-
+/// This file's distributions over the shared xorshift64* ([`common::rng`]).
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
     /// Magnitude 2^-12 .. 2^12, either sign.
     fn value(&mut self) -> f32 {
         let mag = (self.unit() * 24.0 - 12.0).exp2() as f32;

@@ -12,21 +12,11 @@
 mod common;
 
 use common::check::{self, RopeOptions};
-use common::{Case, case_names};
+use common::{Case, backends, bits, case_names};
 use posenc::{
-    Backend, Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling,
-    Yarn, bf16, f16,
+    Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Rounding, Scaling, Yarn,
+    bf16, f16,
 };
-
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::active()));
-    v
-}
 
 /// Rope cases in `INDEX.txt` that carry an `inv_freq` buffer: every rope case but the two
 /// GPT-J ones (whose table comes from `create_sinusoidal_positions`, no buffer).
@@ -229,12 +219,6 @@ fn data<T: Element>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
-fn bits_of<T: Element>(x: &[T]) -> Vec<u32> {
-    // Every Element is f32 or 16 bits: compare through the f32 widening's bits, which is
-    // injective for f16/bf16 except NaN payloads (none here).
-    x.iter().map(|v| v.to_f32().to_bits()).collect()
-}
-
 fn check_same<T: Element>(a: &Rope, b: &Rope, what: &str) {
     let hd = a.head_dim();
     let (tokens, nq, nk) = (3, 4, 2);
@@ -251,20 +235,20 @@ fn check_same<T: Element>(a: &Rope, b: &Rope, what: &str) {
         let (mut x, mut y) = (q.clone(), q.clone());
         op(a, &mut x, nq, &pos).unwrap();
         op(b, &mut y, nq, &pos).unwrap();
-        assert_eq!(bits_of(&x), bits_of(&y), "{what}: {name}");
+        assert_eq!(bits(&x), bits(&y), "{what}: {name}");
     }
     let (mut q1, mut k1, mut q2, mut k2) = (q.clone(), k.clone(), q.clone(), k.clone());
     a.apply_qk(&mut q1, nq, &mut k1, nk, &pos).unwrap();
     b.apply_qk(&mut q2, nq, &mut k2, nk, &pos).unwrap();
-    assert_eq!(bits_of(&q1), bits_of(&q2), "{what}: apply_qk q");
-    assert_eq!(bits_of(&k1), bits_of(&k2), "{what}: apply_qk k");
+    assert_eq!(bits(&q1), bits(&q2), "{what}: apply_qk q");
+    assert_eq!(bits(&k1), bits(&k2), "{what}: apply_qk k");
     let half = a.rotary_dim() / 2;
     let (mut c1, mut s1) = (vec![0f32; 3 * half], vec![0f32; 3 * half]);
     let (mut c2, mut s2) = (c1.clone(), s1.clone());
     a.fill_cos_sin(&pos, &mut c1, &mut s1).unwrap();
     b.fill_cos_sin(&pos, &mut c2, &mut s2).unwrap();
-    assert_eq!(bits_of(&c1), bits_of(&c2), "{what}: cos");
-    assert_eq!(bits_of(&s1), bits_of(&s2), "{what}: sin");
+    assert_eq!(bits(&c1), bits(&c2), "{what}: cos");
+    assert_eq!(bits(&s1), bits(&s2), "{what}: sin");
 }
 
 /// `from_inv_freq(Rope::new(cfg).inv_freq(), attention_factor())` is `Rope::new(cfg)`: the

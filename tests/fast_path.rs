@@ -12,6 +12,9 @@
 //! (scalar, portable) the test still holds and checks the generic driver against itself
 //! through both entry points.
 
+mod common;
+
+use common::bits;
 use posenc::{Backend, Element, Layout, Rope, apply_with_table_on, bf16, f16};
 use proptest::prelude::*;
 
@@ -25,10 +28,6 @@ fn values<T: Element>(n: usize, seed: u64) -> Vec<T> {
             T::from_f32(((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0)
         })
         .collect()
-}
-
-fn bits<T: Element>(x: &[T]) -> Vec<u32> {
-    x.iter().map(|v| v.to_f32().to_bits()).collect()
 }
 
 #[allow(clippy::too_many_arguments)]

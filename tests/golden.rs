@@ -46,14 +46,6 @@ fn rope_cases() -> Vec<Case> {
         .collect()
 }
 
-fn backends() -> Vec<Backend> {
-    Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect()
-}
-
 #[test]
 fn rope_default_and_linear_cases() {
     let cases = rope_cases();
@@ -63,7 +55,7 @@ fn rope_default_and_linear_cases() {
     let mut all: Vec<(Backend, RopeStats)> = Vec::new();
     for case in &cases {
         let rope = rope_for(case);
-        for &backend in &backends() {
+        for backend in Backend::available() {
             let rope = rope.with_backend(backend).unwrap();
             match check::try_check_rope_case(case, &rope, &check::RopeOptions::default()) {
                 Ok(st) => all.push((backend, st)),
@@ -98,7 +90,7 @@ fn rope_default_and_linear_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(checked, ROPE_CASES);
-    assert_eq!(all.len(), ROPE_CASES * backends().len());
+    assert_eq!(all.len(), ROPE_CASES * Backend::available().count());
 }
 
 /// Sinusoidal variants posenc implements, and the layout each maps to.
@@ -141,7 +133,7 @@ fn sinusoidal_cases() {
         let base = case.f64("base") as f32;
         assert_eq!(base as f64, case.f64("base"), "{name}: base exact in f32");
         let pe = Sinusoidal::new(case.usize("d_model"), base, layout).unwrap();
-        for &backend in &backends() {
+        for backend in Backend::available() {
             let pe = pe.with_backend(backend).unwrap();
             match check::try_check_sinusoidal_case(&case, &pe) {
                 Ok(st) => println!(

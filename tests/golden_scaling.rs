@@ -10,8 +10,8 @@
 
 mod common;
 
-use common::Case;
 use common::check::{self, RopeOptions};
+use common::{Case, ulps};
 use posenc::{Backend, LongRope, Rope, RopeConfig, Scaling, Yarn};
 
 /// The `rope_type`s this file covers.
@@ -35,16 +35,6 @@ const KNOWN_KEYS: &[&str] = &[
     "rope.short_factor",
     "rope.long_factor",
 ];
-
-/// Distance in representable f32 values (0 = bitwise equal up to the sign of zero).
-fn ulps(a: f32, b: f32) -> u64 {
-    fn key(x: f32) -> i64 {
-        let i = x.to_bits() as i32 as i64;
-        if i < 0 { i64::from(i32::MIN) - i } else { i }
-    }
-    assert!(a.is_finite() && b.is_finite(), "non-finite {a} vs {b}");
-    key(a).abs_diff(key(b))
-}
 
 fn f32_list(case: &Case, key: &str) -> Vec<f32> {
     // The manifest holds Python's f64 reprs; torch.tensor(list, dtype=float32) rounds each once.

@@ -37,21 +37,11 @@
 mod common;
 
 use common::check::{self, Dt, Store};
-use common::{Case, case_names};
-use posenc::{Backend, Layout, Rope, RopeConfig, Rounding, bf16, f16};
+use common::{Case, backends, case_names};
+use posenc::{Layout, Rope, RopeConfig, Rounding, bf16, f16};
 
 /// Rope cases in INDEX.txt.
 const ROPE_CASES: usize = 29;
-
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::active()));
-    v
-}
 
 /// The case's rope: HF's own frequency buffer, or (GPT-J) the default frequencies.
 fn rope_for(case: &Case) -> Rope {

@@ -113,10 +113,6 @@ fn inputs<T: Dt>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
-fn backends() -> impl Iterator<Item = Backend> {
-    Backend::ALL.iter().copied().filter(|b| b.is_available())
-}
-
 // ---------------------------------------------------------------------------------------
 // the independent reference
 // ---------------------------------------------------------------------------------------
@@ -306,7 +302,7 @@ fn check_case<T: Dt, const A: usize>(case: &Case, backend: Backend) -> (f64, f64
 }
 
 fn run_all<const A: usize>(case: &Case) {
-    for b in backends() {
+    for b in Backend::available() {
         let r32 = check_case::<f32, A>(case, b);
         let r16 = check_case::<f16, A>(case, b);
         let rbf = check_case::<bf16, A>(case, b);
@@ -384,7 +380,7 @@ fn text_tokens_bitwise<T: Dt, const A: usize>(case: &Case) {
     // from the multi-axis rope itself).
     let single = Rope::from_inv_freq(case.head_dim, Layout::RotateHalf, rope.inv_freq(), 1.0)
         .expect("single-axis rope");
-    for b in backends() {
+    for b in Backend::available() {
         let rope = rope.with_backend(b).unwrap();
         let single = single.with_backend(b).unwrap();
         let n_heads = 2;
@@ -452,7 +448,7 @@ fn kshift<T: Dt, const A: usize>(case: &Case) -> f64 {
         .map(|(p, &d)| core::array::from_fn(|i| p[i] + d))
         .collect();
     let mut worst = 0.0f64;
-    for b in backends() {
+    for b in Backend::available() {
         let rope = case.rope().with_backend(b).unwrap();
         let x0: Vec<T> = inputs(pos.len() * n_heads * hd, 99);
         let mut y = x0.clone();
@@ -631,7 +627,7 @@ fn apply_axes_with_the_wrong_shape_leaves_buffers_untouched() {
     let mrope = QWEN2_VL.rope();
     let vision = VISION.rope();
     let single = Rope::new(&RopeConfig::new(128, 1e6, Layout::RotateHalf)).unwrap();
-    for b in backends() {
+    for b in Backend::available() {
         let (mrope, vision, single) = (
             mrope.with_backend(b).unwrap(),
             vision.with_backend(b).unwrap(),

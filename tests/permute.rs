@@ -2,6 +2,9 @@
 //! identities, bitwise layout equivalence of RoPE on every backend and dtype, and the
 //! weight/activation agreement `W'·v = P·(W·v)`.
 
+mod common;
+
+use common::bits;
 use posenc::{
     Backend, Element, Error, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16,
     permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
@@ -152,11 +155,6 @@ proptest! {
             prop_assert_eq!(&ip, &x);
         }
     }
-}
-
-/// Bit patterns of an element (NaN payloads included).
-fn bits<T: Element>(x: &[T]) -> Vec<u32> {
-    x.iter().map(|v| v.to_f32().to_bits()).collect()
 }
 
 fn data<T: Element>(n: usize, seed: u64) -> Vec<T> {

@@ -9,18 +9,9 @@
 
 mod common;
 
+use common::ulps;
 use posenc::presets::{self, Preset};
 use posenc::{Axes, Layout, LongRope, Rope, Scaling, Yarn};
-
-/// Distance in representable f32 values (0 = equal).
-fn ulps(a: f32, b: f32) -> u64 {
-    fn key(x: f32) -> i64 {
-        let i = x.to_bits() as i32 as i64;
-        if i < 0 { i64::from(i32::MIN) - i } else { i }
-    }
-    assert!(a.is_finite() && b.is_finite(), "non-finite {a} vs {b}");
-    key(a).abs_diff(key(b))
-}
 
 /// Builds the rope and checks the geometry every preset shares.
 #[allow(clippy::too_many_arguments)]

@@ -26,6 +26,9 @@
 //!
 //! Runtime: about 2–4 s at the test profile's opt-level 1 on one core.
 
+mod common;
+
+use common::rng::Rng;
 use core::f64::consts::SQRT_2;
 use posenc::{
     Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
@@ -63,27 +66,9 @@ fn trig_tol(p: i64) -> f64 {
 // helpers
 // ---------------------------------------------------------------------------------------
 
-/// xorshift64*: deterministic data from a seed proptest chooses (and shrinks).
-struct Rng(u64);
-
+/// xorshift64* ([`common::rng`]): deterministic data from a seed proptest chooses (and
+/// shrinks). This file's distributions.
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
     /// A normal value of magnitude 2^-8 .. 2^8, either sign (normal in f32, f16 and bf16).
     fn value(&mut self) -> f32 {
         let mag = (self.unit() * 16.0 - 8.0).exp2();

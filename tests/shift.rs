@@ -23,6 +23,10 @@
 //! `m·|x_p|·(3δ + 3u_T)·(1 + 1e-4)` (the factor covers the second-order products
 //! `δ², δ·u_T, u_T²`) `+ 3·√2·sub/2`.
 
+mod common;
+
+use common::backends;
+use common::rng::Rng;
 use core::f64::consts::SQRT_2;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Scaling, Yarn, bf16, f16};
 use proptest::prelude::*;
@@ -69,20 +73,8 @@ impl Dt for bf16 {
     }
 }
 
-struct Rng(u64);
-
+/// This file's distribution over the shared xorshift64* ([`common::rng`]).
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
     /// Magnitude 2^-6 .. 2^6, either sign: normal in every dtype, and `m·|x|·…` stays far
     /// from f16's overflow.
     fn value(&mut self) -> f32 {
@@ -90,16 +82,6 @@ impl Rng {
         let mag = (u * 12.0 - 6.0).exp2() as f32;
         if self.next() & 1 == 0 { mag } else { -mag }
     }
-}
-
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::active()));
-    v
 }
 
 /// Qwen2.5-style YaRN: head_dim 128, theta 1e6, factor 4 over 32768; `rotary_dim` 128 or 64.

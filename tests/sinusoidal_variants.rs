@@ -10,10 +10,6 @@ use posenc::{Backend, Element, Sinusoidal, SinusoidalLayout, bf16, fairseq_posit
 /// Contract bound vs the f64 formula (2.4e-7) plus the f32 rounding of the value (≤ 6e-8).
 const TOL: f64 = 2.4e-7 + 6e-8;
 
-fn backends() -> impl Iterator<Item = Backend> {
-    Backend::ALL.iter().copied().filter(|b| b.is_available())
-}
-
 #[test]
 fn m2m100_table_matches_f64_truth_and_padding_row_is_zero() {
     let case = Case::load("sin_split_m2m100_d64");
@@ -29,7 +25,7 @@ fn m2m100_table_matches_f64_truth_and_padding_row_is_zero() {
     let torch = case.array("pe_f32").to_f32();
     let mut worst = 0f64;
     let mut worst_torch = 0f64;
-    for b in backends() {
+    for b in Backend::available() {
         let pe = Sinusoidal::fairseq(d, Some(pad))
             .unwrap()
             .with_backend(b)
@@ -119,7 +115,7 @@ fn truth_row(d: usize, base: f64, den: f64, layout: SinusoidalLayout, p: f64) ->
 fn timestep_embedding_matches_formula_odd_and_fractional() {
     for d in [7usize, 8, 320, 321] {
         let half = d / 2;
-        for b in backends() {
+        for b in Backend::available() {
             let pe = Sinusoidal::timestep(d, 10_000.0)
                 .unwrap()
                 .with_backend(b)
@@ -173,7 +169,7 @@ fn timestep_embedding_matches_formula_odd_and_fractional() {
 #[test]
 fn fairseq_odd_width_and_bf16_round_once() {
     let d = 9;
-    for b in backends() {
+    for b in Backend::available() {
         let pe = Sinusoidal::fairseq(d, None)
             .unwrap()
             .with_backend(b)

@@ -17,6 +17,10 @@
 //!
 //! Runtime: a few seconds at the test profile's opt-level 1.
 
+mod common;
+
+use common::backends;
+use common::rng::Rng;
 use posenc::{
     Backend, Element, Error, Layout, MAX_VIEWS, Rope, RopeConfig, Rounding, Scaling, View, Yarn,
     bf16, f16,
@@ -92,24 +96,8 @@ fn assert_bits<T: Dt>(got: &[T], want: &[T], what: &str) {
     }
 }
 
-/// xorshift64*: deterministic data from a seed.
-struct Rng(u64);
-
+/// xorshift64* ([`common::rng`]): deterministic data from a seed. This file's distributions.
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
     /// A normal value of magnitude 2^-6 .. 2^6, either sign (normal in f32, f16 and bf16).
     fn value(&mut self) -> f32 {
         let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
@@ -129,18 +117,6 @@ impl Rng {
             })
             .collect()
     }
-}
-
-/// Every backend this machine runs (at least scalar and portable).
-fn backends() -> Vec<Backend> {
-    let v: Vec<Backend> = Backend::ALL
-        .iter()
-        .copied()
-        .filter(|b| b.is_available())
-        .collect();
-    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
-    assert!(v.contains(&Backend::active()));
-    v
 }
 
 /// The configurations the bitwise-equivalence tests run: both layouts, full and partial

@@ -1,7 +1,9 @@
-//! Reader for the golden vectors in `tests/data` (format: `tests/data/README.md`).
-#![allow(dead_code)]
+//! Shared test helpers: the reader for the golden vectors in `tests/data` (format:
+//! `tests/data/README.md`), [`check`], the generator [`rng::Rng`], [`backends`], [`bits`] and [`ulps`].
+#![allow(dead_code)] // each test file uses a different subset
 
 pub mod check;
+pub mod rng;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -181,4 +183,31 @@ impl Case {
         );
         a
     }
+}
+
+/// Every backend that runs here ([`posenc::Backend::available`]), checked to include
+/// `Scalar`, `Portable` and the active one.
+pub fn backends() -> Vec<posenc::Backend> {
+    use posenc::Backend;
+    let v: Vec<Backend> = Backend::available().collect();
+    assert!(v.contains(&Backend::Scalar) && v.contains(&Backend::Portable));
+    assert!(v.contains(&Backend::active()));
+    v
+}
+
+/// Bit patterns of the elements through their f32 widening: every `Element` is f32 or 16 bits,
+/// and the widening is injective for f16/bf16 except NaN payloads.
+pub fn bits<T: posenc::Element>(x: &[T]) -> Vec<u32> {
+    x.iter().map(|v| v.to_f32().to_bits()).collect()
+}
+
+/// Distance in representable f32 values (0 = bitwise equal up to the sign of zero); both
+/// finite, any signs.
+pub fn ulps(a: f32, b: f32) -> u64 {
+    fn key(x: f32) -> i64 {
+        let i = x.to_bits() as i32 as i64;
+        if i < 0 { i64::from(i32::MIN) - i } else { i }
+    }
+    assert!(a.is_finite() && b.is_finite(), "non-finite {a} vs {b}");
+    key(a).abs_diff(key(b))
 }
