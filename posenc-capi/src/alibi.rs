@@ -1,9 +1,9 @@
 //! ALiBi: slopes, the bias of an attention block, and BLOOM's key positions from a mask.
 
 use crate::error::{Fail, run};
-use crate::raw::Raw;
+use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{AlibiMode, Element, Positions, bf16, f16};
+use posenc::{AlibiMode, Positions, bf16, f16};
 
 /// How the ALiBi bias depends on the query-key distance: one of the `POSENC_ALIBI_*` values.
 pub type PosencAlibiMode = u32;
@@ -122,15 +122,18 @@ pub unsafe extern "C" fn posenc_alibi_slopes_max_bias(
     })
 }
 
+/// The `posenc_alibi_bias_*` entry points, once for every dtype.
+///
 /// # Safety
-/// The caller contract of `posenc_alibi_bias_f32`, for elements of type `T`.
-unsafe fn bias<T: Element>(
+/// The caller contract of `posenc_alibi_bias_f32`, with `out` pointing to `out_len` writable
+/// `E::C`.
+unsafe fn bias<E: Dtype>(
     slopes: *const f32,
     n_heads: usize,
     q: PosencPositions,
     k: PosencPositions,
     m: PosencAlibiMode,
-    out: *mut T,
+    out: *mut E::C,
     out_len: usize,
 ) -> c_int {
     run(|| {
@@ -138,14 +141,14 @@ unsafe fn bias<T: Element>(
         let s = Raw::new(slopes, n_heads, "slopes")?;
         let q = Pos::new(&q, "q")?;
         let k = Pos::new(&k, "k")?;
-        let o = Raw::new(out.cast_const(), out_len, "out")?;
+        let o = Raw::<E>::dtype(out, out_len, "out")?;
         o.disjoint(&s)?;
         q.disjoint_from(&o)?;
         k.disjoint_from(&o)?;
         // SAFETY: checked by Raw::new / Pos::new; readable and unmodified (contract); none
         // overlaps the output (checked above).
         let (s, q, k) = unsafe { (s.as_slice(), q.get(), k.get()) };
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract);
+        // SAFETY: checked by Raw::dtype; writable and unaccessed by others (contract);
         // disjoint from every input (checked above).
         let o = unsafe { o.as_mut_slice() };
         Ok(posenc::alibi_bias(s, q, k, m, o)?)
@@ -175,8 +178,8 @@ pub unsafe extern "C" fn posenc_alibi_bias_f32(
     out: *mut f32,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `bias` relies on.
-    unsafe { bias(slopes, n_heads, q, k, mode, out, out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<f32>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
 /// `posenc_alibi_bias_f32` with binary16 output (`uint16_t` bits, the float product rounded
@@ -194,9 +197,8 @@ pub unsafe extern "C" fn posenc_alibi_bias_f16(
     out: *mut u16,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { bias(slopes, n_heads, q, k, mode, out.cast::<f16>(), out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<f16>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
 /// `posenc_alibi_bias_f32` with bfloat16 output (`uint16_t` bits).
@@ -213,9 +215,8 @@ pub unsafe extern "C" fn posenc_alibi_bias_bf16(
     out: *mut u16,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { bias(slopes, n_heads, q, k, mode, out.cast::<bf16>(), out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<bf16>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
 /// # Safety
