@@ -617,14 +617,15 @@ pub unsafe extern "C" fn posenc_rope_apply_inverse_bf16(
 }
 
 /// Writes the cos and sin tables for `positions`: `n_tokens * rotary_dim/2` floats each
-/// (`table_len` must equal that), token-major, attention factor included: exactly the values
-/// the apply functions use.
+/// (`cos_len` and `sin_len` must both equal that), token-major, attention factor included:
+/// exactly the values the apply functions use.
 ///
-/// Returns `POSENC_OK`, or an error code with both tables unchanged.
+/// Returns `POSENC_OK`, or an error code with both tables unchanged
+/// (`POSENC_ERR_LENGTH_MISMATCH` if either length is not `n_tokens * rotary_dim/2`).
 ///
 /// # Safety
 /// `rope` points to a `PosencRope` filled by `posenc_rope_init`; `positions` points to
-/// `n_tokens` readable `int32_t`; `cos` and `sin` each point to `table_len` writable floats
+/// `n_tokens` readable `int32_t`; `cos` to `cos_len` and `sin` to `sin_len` writable floats
 /// (NULL allowed for a zero count). `cos` and `sin` must not overlap each other, `positions`
 /// or `rope`.
 #[unsafe(no_mangle)]
@@ -633,14 +634,15 @@ pub unsafe extern "C" fn posenc_rope_fill_cos_sin(
     positions: *const i32,
     n_tokens: usize,
     cos: *mut f32,
+    cos_len: usize,
     sin: *mut f32,
-    table_len: usize,
+    sin_len: usize,
 ) -> c_int {
     run(|| {
         let r = Raw::one(rope, "rope")?;
         let p = Raw::new(positions, n_tokens, "positions")?;
-        let c = Raw::new(cos.cast_const(), table_len, "cos")?;
-        let s = Raw::new(sin.cast_const(), table_len, "sin")?;
+        let c = Raw::new(cos.cast_const(), cos_len, "cos")?;
+        let s = Raw::new(sin.cast_const(), sin_len, "sin")?;
         c.disjoint(&s)?;
         c.disjoint(&p)?;
         s.disjoint(&p)?;
@@ -651,7 +653,7 @@ pub unsafe extern "C" fn posenc_rope_fill_cos_sin(
         // SAFETY: checked by Raw::new; readable (contract); disjoint from both outputs.
         let p = unsafe { p.as_slice() };
         // SAFETY: checked by Raw::new; writable (contract); disjoint from every other buffer
-        // of the call (checked above).
+        // of the call (checked above). posenc checks both lengths before writing.
         let (c, s) = unsafe { (c.as_mut_slice(), s.as_mut_slice()) };
         Ok(rope.fill_cos_sin(p, c, s)?)
     })

@@ -255,7 +255,7 @@ static void test_tables_and_frequencies(void) {
 
     const int32_t pos[3] = {0, 1, -1000};
     float c[6], s[6];
-    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, s, 6), POSENC_OK);
+    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, 6, s, 6), POSENC_OK);
     int bad = 0;
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 2; i++) {
@@ -263,6 +263,18 @@ static void test_tables_and_frequencies(void) {
             bad += fabs(c[t * 2 + i] - cos(th)) > 3e-7 || fabs(s[t * 2 + i] - sin(th)) > 3e-7;
         }
     CHECK(bad == 0, "fill_cos_sin: %d values off", bad);
+    /* Each table has its own length: a sin table declared one short is refused, and neither
+     * table is written (the 6th sin element included). */
+    float c2[6], s2[6];
+    memcpy(c2, c, sizeof c2);
+    memcpy(s2, s, sizeof s2);
+    for (int i = 0; i < 6; i++) c[i] = s[i] = -2.0f;
+    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, 6, s, 5), POSENC_ERR_LENGTH_MISMATCH);
+    bad = 0;
+    for (int i = 0; i < 6; i++) bad += c[i] != -2.0f || s[i] != -2.0f;
+    CHECK(bad == 0, "failed fill_cos_sin wrote %d values", bad);
+    memcpy(c, c2, sizeof c2);
+    memcpy(s, s2, sizeof s2);
 
     /* Rotation with the caller's tables: pair 0 by +90 degrees, pair 1 by 0. */
     float x[4] = {1, 2, 3, 4};
@@ -507,17 +519,17 @@ static PosencPositions pos_range(int32_t start, size_t n) {
 static void test_alibi(void) {
     /* 8 heads (a power of two): slope k = 2^-(k+1), exactly. */
     float s[12];
-    CHECK_CODE(posenc_alibi_slopes(s, 8), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes(8, s, 8), POSENC_OK);
     int bad = 0;
     for (int k = 0; k < 8; k++) bad += s[k] != (float)ldexp(1.0, -(k + 1));
     CHECK(bad == 0, "alibi slopes(8): %d off", bad);
     /* 12 heads: c = 8, extra heads 2^(-4(2(k-8)+1)/8) = 2^-0.5, 2^-1.5, ... */
-    CHECK_CODE(posenc_alibi_slopes(s, 12), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes(12, s, 12), POSENC_OK);
     CHECK(s[0] == 0.5f && s[1] == 0.25f && s[2] == 0.125f && s[8] == (float)sqrt(0.5),
           "alibi slopes(12) = %.9g %.9g %.9g .. %.9g", s[0], s[1], s[2], s[8]);
     CHECK(fabs(s[9] - pow(2.0, -1.5)) < 1e-7 && fabs(s[11] - pow(2.0, -3.5)) < 1e-7,
           "alibi slopes(12) extra heads %.9g %.9g", s[9], s[11]);
-    CHECK_CODE(posenc_alibi_slopes_max_bias(s, 4, 4.0f), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes_max_bias(4, 4.0f, s, 4), POSENC_OK);
     CHECK(s[0] == 0.5f && s[3] == 0.0625f, "max_bias 4: %.9g %.9g", s[0], s[3]);
 
     /* One head (slope 0.5), query at 1, keys 0, 1, 2. */
@@ -555,16 +567,24 @@ static void test_alibi(void) {
     /* BLOOM: positions from a left-padded mask, one query at 0. */
     const uint8_t mask[5] = {0, 0, 1, 1, 1};
     int32_t kp[5];
-    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, kp, 5), POSENC_OK);
+    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, 5, kp, 5), POSENC_OK);
     CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 0 && kp[3] == 1 && kp[4] == 2,
           "mask positions %d %d %d %d %d", kp[0], kp[1], kp[2], kp[3], kp[4]);
     const int64_t mask64[3] = {1, 0, 1};
-    CHECK_CODE(posenc_alibi_positions_from_mask_i64(mask64, kp, 3), POSENC_OK);
+    CHECK_CODE(posenc_alibi_positions_from_mask_i64(mask64, 3, kp, 3), POSENC_OK);
     CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 1, "i64 mask positions");
 
     /* Errors, output unchanged. */
     float out[3] = {7, 7, 7};
-    CHECK_CODE(posenc_alibi_slopes(out, 0), POSENC_ERR_ZERO_HEADS);
+    CHECK_CODE(posenc_alibi_slopes(0, out, 0), POSENC_ERR_ZERO_HEADS);
+    /* 4 heads into a buffer declared 3 long: refused, nothing written (out[3] would be the
+     * first float past the buffer; out_len bounds the writes, not n_heads). */
+    CHECK_CODE(posenc_alibi_slopes(4, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_alibi_slopes_max_bias(4, 8.0f, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_alibi_slopes(2, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    int32_t kp3[3] = {-1, -1, -1};
+    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, 5, kp3, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK(kp3[0] == -1 && kp3[1] == -1 && kp3[2] == -1, "failed mask call changed out");
     CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3), 5, out, 3),
                POSENC_ERR_INVALID_ENUM);
     CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3),
