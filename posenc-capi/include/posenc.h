@@ -17,8 +17,12 @@
  *  - Activations are token-major: tokens x n_heads x head_dim, contiguous.
  *  - f16 and bf16 elements are passed as their uint16_t bit patterns; they are loaded
  *    exactly, computed in float and rounded once (to nearest even) on store.
- *  - No panic or exception crosses the boundary. All functions are thread-safe; a
- *    PosencRope is read-only after posenc_rope_init and may be shared between threads.
+ *  - No panic or exception crosses the boundary, and the library prints nothing: an
+ *    internal panic is POSENC_ERR_PANIC, its location and message the error detail (a
+ *    process-wide Rust panic hook, installed at the first call, keeps it off stderr and
+ *    passes panics outside posenc calls to the hook before it). All functions are
+ *    thread-safe; a PosencRope is read-only after posenc_rope_init and may be shared
+ *    between threads.
  *
  * Link: libposenc_capi.a plus -lm -lpthread -ldl (Linux), or libposenc_capi.so.
  */
@@ -134,8 +138,9 @@
 #define POSENC_ERR_UNINITIALIZED_ROPE -104
 
 /**
- * A panic was caught inside the library (a bug: please report it with
- * `posenc_last_error_detail`). Output buffers of the failed call are unspecified.
+ * A panic was caught inside the library (a bug, or a corrupted `PosencRope`: please report
+ * it with `posenc_last_error_detail`, which says where it happened). Nothing is printed.
+ * Output buffers of the failed call are unspecified.
  */
 #define POSENC_ERR_PANIC -105
 

@@ -22,7 +22,10 @@
 //!   does).
 //! * f16 and bf16 elements are passed as their `uint16_t` bit patterns.
 //! * No panic crosses the boundary: every entry point runs inside `catch_unwind` and reports
-//!   a caught panic as [`POSENC_ERR_PANIC`].
+//!   a caught panic as [`POSENC_ERR_PANIC`], its location and message the error detail.
+//! * Nothing is printed: the first call installs a process-wide panic hook that is silent
+//!   for panics inside posenc's guard (on that thread) and hands every other panic to the
+//!   hook installed before it (see the `error` module).
 //! * All functions are thread-safe: they keep no shared state (a `PosencRope` is read-only
 //!   after [`posenc_rope_init`], so one may be used from many threads at once).
 //!

@@ -5,12 +5,16 @@
  * Build and run: posenc-capi/run-c-tests.sh. The last line printed is "N passed, M failed";
  * the exit status is non-zero if anything failed.
  */
+/* dup, dup2, fileno, lseek: to watch what the library writes on stderr (POSIX). */
+#define _POSIX_C_SOURCE 200809L
+
 #include "posenc.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(sizeof(PosencRope) == 8 + 8 * POSENC_ROPE_STORAGE_WORDS, "PosencRope size is the ABI");
 
@@ -596,6 +600,73 @@ static void test_alibi(void) {
     CHECK(out[0] == 7 && out[1] == 7 && out[2] == 7, "failed alibi call changed out");
 }
 
+/* ------------------------------------------------------------ stderr capture */
+
+static FILE *capture_file;
+static int saved_stderr = -1;
+
+/* Points fd 2 at a temporary file; returns 0 if that is not possible. */
+static int begin_capture(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    if (capture_file == NULL) return 0;
+    saved_stderr = dup(2);
+    if (saved_stderr < 0 || dup2(fileno(capture_file), 2) < 0) return 0;
+    return 1;
+}
+
+/* Restores fd 2; returns how many bytes were written to it meanwhile, the first of them in
+ * buf (NUL-terminated). */
+static long end_capture(char *buf, size_t cap) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    long n = (long)lseek(fileno(capture_file), 0, SEEK_END);
+    rewind(capture_file);
+    size_t got = fread(buf, 1, cap - 1, capture_file);
+    buf[got] = 0;
+    fclose(capture_file);
+    return n;
+}
+
+/* A corrupted PosencRope (its stored rotary_dim overwritten by a stray write, the magic
+ * intact) makes the library fail an internal bounds check: the call returns
+ * POSENC_ERR_PANIC with a detail, writes nothing, and prints nothing on the host's stderr. */
+static void test_corrupted_rope_is_silent(void) {
+    PosencRopeConfig cfg = config(200, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.rotary_dim = 130; /* the only stored word equal to 130 (head_dim 200, offset 0, ...) */
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    int hits = 0;
+    for (size_t i = 0; i < POSENC_ROPE_STORAGE_WORDS; i++)
+        if (rope.storage[i] == 130) {
+            rope.storage[i] = UINT64_MAX;
+            hits++;
+        }
+    CHECK(hits == 1, "rotary_dim in %d words of PosencRope (posenc's layout changed?)", hits);
+    if (hits != 1) return;
+
+    char seen[512];
+    /* Control: the capture sees what is written to fd 2. */
+    CHECK(begin_capture(), "cannot redirect stderr");
+    CHECK(write(2, "x\n", 2) == 2, "write to fd 2");
+    long n = end_capture(seen, sizeof seen);
+    CHECK(n == 2 && strcmp(seen, "x\n") == 0, "capture control: %ld bytes '%s'", n, seen);
+
+    float w[65];
+    for (int i = 0; i < 65; i++) w[i] = 7.0f;
+    CHECK(begin_capture(), "cannot redirect stderr");
+    int rc = posenc_rope_inv_freq(&rope, w, 65);
+    n = end_capture(seen, sizeof seen);
+    CHECK_CODE(rc, POSENC_ERR_PANIC);
+    CHECK(n == 0, "the library printed %ld bytes on stderr: %s", n, seen);
+    CHECK(strstr(posenc_last_error_detail(), "panic in posenc") != NULL, "detail '%s'",
+          posenc_last_error_detail());
+    int changed = 0;
+    for (int i = 0; i < 65; i++) changed += w[i] != 7.0f;
+    CHECK(changed == 0, "failed call changed %d values", changed);
+}
+
 static void test_library_info(void) {
     const char *b = posenc_backend_name();
     CHECK(b != NULL && (strcmp(b, "scalar") == 0 || strcmp(b, "portable") == 0 ||
@@ -613,6 +684,7 @@ int main(void) {
     test_errors();
     test_sinusoidal();
     test_alibi();
+    test_corrupted_rope_is_silent();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
