@@ -24,7 +24,8 @@
  *    thread-safe; a PosencRope is read-only after posenc_rope_init and may be shared
  *    between threads.
  *
- * Link: libposenc_capi.a plus -lm -lpthread -ldl (Linux), or libposenc_capi.so.
+ * Link: libposenc_capi.a plus -lm -lpthread -ldl (Linux), or libposenc_capi.so with
+ * -Wl,-rpath,<its directory> (or installed where the dynamic loader looks).
  */
 
 #ifndef POSENC_H
