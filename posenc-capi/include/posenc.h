@@ -9,16 +9,23 @@
  *    write (the one exception, POSENC_ERR_PANIC, indicates a bug and should never happen).
  *  - Buffers are (pointer, element count) pairs. A pointer is NULL or points to that many
  *    readable (for outputs, writable) elements aligned for their type; NULL with a count
- *    of 0 is an empty buffer, NULL with a non-zero count is POSENC_ERR_NULL_POINTER. An
+ *    of 0 is an empty buffer, NULL with a non-zero count is POSENC_ERR_NULL_POINTER. Every
+ *    output buffer has its own count, which must equal the length the other arguments
+ *    imply (else POSENC_ERR_LENGTH_MISMATCH): nothing is written past a count given. An
  *    output buffer must not overlap another buffer of the same call
  *    (POSENC_ERR_OVERLAPPING_BUFFERS), and no other thread may access it during the call.
  *  - Activations are token-major: tokens x n_heads x head_dim, contiguous.
  *  - f16 and bf16 elements are passed as their uint16_t bit patterns; they are loaded
  *    exactly, computed in float and rounded once (to nearest even) on store.
- *  - No panic or exception crosses the boundary. All functions are thread-safe; a
- *    PosencRope is read-only after posenc_rope_init and may be shared between threads.
+ *  - No panic or exception crosses the boundary, and the library prints nothing: an
+ *    internal panic is POSENC_ERR_PANIC, its location and message the error detail (a
+ *    process-wide Rust panic hook, installed at the first call, keeps it off stderr and
+ *    passes panics outside posenc calls to the hook before it). All functions are
+ *    thread-safe; a PosencRope is read-only after posenc_rope_init and may be shared
+ *    between threads.
  *
- * Link: libposenc_capi.a plus -lm -lpthread -ldl (Linux), or libposenc_capi.so.
+ * Link: libposenc_capi.a plus -lm -lpthread -ldl (Linux), or libposenc_capi.so with
+ * -Wl,-rpath,<its directory> (or installed where the dynamic loader looks).
  */
 
 #ifndef POSENC_H
@@ -132,8 +139,9 @@
 #define POSENC_ERR_UNINITIALIZED_ROPE -104
 
 /**
- * A panic was caught inside the library (a bug: please report it with
- * `posenc_last_error_detail`). Output buffers of the failed call are unspecified.
+ * A panic was caught inside the library (a bug, or a corrupted `PosencRope`: please report
+ * it with `posenc_last_error_detail`, which says where it happened). Nothing is printed.
+ * Output buffers of the failed call are unspecified.
  */
 #define POSENC_ERR_PANIC -105
 
@@ -583,19 +591,20 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Writes the ALiBi slopes of `n_heads` heads into `out` (`n_heads` floats), as BLOOM, MPT
- * and ggml define them (maximum bias 8): with `c = 2^floor(log2 n_heads)`, head `k < c`
- * gets `2^(-8(k+1)/c)` and the extra heads `k >= c` get `2^(-4(2(k-c)+1)/c)`; computed as
- * BLOOM's `build_alibi_tensor` does, so they are BLOOM's f32 slopes bit for bit.
+ * Writes the ALiBi slopes of `n_heads` heads into `out` (`out_len` floats; `out_len` must
+ * equal `n_heads`), as BLOOM, MPT and ggml define them (maximum bias 8): with
+ * `c = 2^floor(log2 n_heads)`, head `k < c` gets `2^(-8(k+1)/c)` and the extra heads
+ * `k >= c` get `2^(-4(2(k-c)+1)/c)`; computed as BLOOM's `build_alibi_tensor` does, so they
+ * are BLOOM's f32 slopes bit for bit.
  *
- * Returns `POSENC_OK`, or an error code (`POSENC_ERR_ZERO_HEADS` for 0 heads) with `out`
- * unchanged.
+ * Returns `POSENC_OK`, or an error code with `out` unchanged (`POSENC_ERR_ZERO_HEADS` for 0
+ * heads, `POSENC_ERR_LENGTH_MISMATCH` if `out_len != n_heads`).
  *
  * # Safety
- * `out` points to `n_heads` writable floats (NULL only if `n_heads` is 0), accessed by no
+ * `out` points to `out_len` writable floats (NULL only if `out_len` is 0), accessed by no
  * other thread during the call.
  */
-int posenc_alibi_slopes(float *out, size_t n_heads);
+int posenc_alibi_slopes(size_t n_heads, float *out, size_t out_len);
 
 /**
  * `posenc_alibi_slopes` with a maximum bias other than 8 (ggml `max_alibi_bias`, MPT
@@ -607,7 +616,7 @@ int posenc_alibi_slopes(float *out, size_t n_heads);
  * # Safety
  * As `posenc_alibi_slopes`.
  */
-int posenc_alibi_slopes_max_bias(float *out, size_t n_heads, float max_bias);
+int posenc_alibi_slopes_max_bias(size_t n_heads, float max_bias, float *out, size_t out_len);
 
 /**
  * Fills the ALiBi bias of an attention block: `out[h][i][j]` for head `h`, query `i`, key
@@ -644,34 +653,36 @@ int posenc_alibi_bias_f16(const float *slopes, size_t n_heads, struct PosencPosi
 int posenc_alibi_bias_bf16(const float *slopes, size_t n_heads, struct PosencPositions q, struct PosencPositions k, PosencAlibiMode mode, uint16_t *out, size_t out_len);
 
 /**
- * BLOOM's key positions from an attention mask row of `len` bytes: `(cumsum(mask) - 1) *
- * mask`, i.e. attended keys (any non-zero byte) are numbered 0, 1, 2, ... and padding gets
- * 0. With these as key positions and one query at position 0, `posenc_alibi_bias_*` in
- * `POSENC_ALIBI_CAUSAL` mode is BLOOM's `build_alibi_tensor` for that row.
+ * BLOOM's key positions from an attention mask row of `mask_len` bytes, written to `out`
+ * (`out_len` must equal `mask_len`): `(cumsum(mask) - 1) * mask`, i.e. attended keys (any
+ * non-zero byte) are numbered 0, 1, 2, ... and padding gets 0. With these as key positions
+ * and one query at position 0, `posenc_alibi_bias_*` in `POSENC_ALIBI_CAUSAL` mode is
+ * BLOOM's `build_alibi_tensor` for that row.
  *
- * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ * Returns `POSENC_OK`, or an error code with `out` unchanged (`POSENC_ERR_LENGTH_MISMATCH`
+ * if `out_len != mask_len`).
  *
  * # Safety
- * `mask` points to `len` readable bytes and `out` to `len` writable `int32_t` (NULL allowed
- * if `len` is 0); they must not overlap.
+ * `mask` points to `mask_len` readable bytes and `out` to `out_len` writable `int32_t` (NULL
+ * allowed for a count of 0); they must not overlap.
  */
-int posenc_alibi_positions_from_mask_u8(const uint8_t *mask, int32_t *out, size_t len);
+int posenc_alibi_positions_from_mask_u8(const uint8_t *mask, size_t mask_len, int32_t *out, size_t out_len);
 
 /**
  * `posenc_alibi_positions_from_mask_u8` for an `int32_t` mask.
  *
  * # Safety
- * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int32_t`.
+ * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `mask_len` `int32_t`.
  */
-int posenc_alibi_positions_from_mask_i32(const int32_t *mask, int32_t *out, size_t len);
+int posenc_alibi_positions_from_mask_i32(const int32_t *mask, size_t mask_len, int32_t *out, size_t out_len);
 
 /**
  * `posenc_alibi_positions_from_mask_u8` for an `int64_t` mask (torch's default mask dtype).
  *
  * # Safety
- * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int64_t`.
+ * As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `mask_len` `int64_t`.
  */
-int posenc_alibi_positions_from_mask_i64(const int64_t *mask, int32_t *out, size_t len);
+int posenc_alibi_positions_from_mask_i64(const int64_t *mask, size_t mask_len, int32_t *out, size_t out_len);
 
 /**
  * A short, static description of an error code (any `int`; unknown codes get a generic
@@ -783,18 +794,19 @@ int posenc_rope_apply_inverse_bf16(const struct PosencRope *rope, uint16_t *x, s
 
 /**
  * Writes the cos and sin tables for `positions`: `n_tokens * rotary_dim/2` floats each
- * (`table_len` must equal that), token-major, attention factor included: exactly the values
- * the apply functions use.
+ * (`cos_len` and `sin_len` must both equal that), token-major, attention factor included:
+ * exactly the values the apply functions use.
  *
- * Returns `POSENC_OK`, or an error code with both tables unchanged.
+ * Returns `POSENC_OK`, or an error code with both tables unchanged
+ * (`POSENC_ERR_LENGTH_MISMATCH` if either length is not `n_tokens * rotary_dim/2`).
  *
  * # Safety
  * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `positions` points to
- * `n_tokens` readable `int32_t`; `cos` and `sin` each point to `table_len` writable floats
+ * `n_tokens` readable `int32_t`; `cos` to `cos_len` and `sin` to `sin_len` writable floats
  * (NULL allowed for a zero count). `cos` and `sin` must not overlap each other, `positions`
  * or `rope`.
  */
-int posenc_rope_fill_cos_sin(const struct PosencRope *rope, const int32_t *positions, size_t n_tokens, float *cos, float *sin, size_t table_len);
+int posenc_rope_fill_cos_sin(const struct PosencRope *rope, const int32_t *positions, size_t n_tokens, float *cos, size_t cos_len, float *sin, size_t sin_len);
 
 /**
  * Copies the `rotary_dim / 2` frequencies the rope uses (f32, HF's `inv_freq` buffer) into

@@ -1,9 +1,9 @@
 //! ALiBi: slopes, the bias of an attention block, and BLOOM's key positions from a mask.
 
 use crate::error::{Fail, run};
-use crate::raw::Raw;
+use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{AlibiMode, Element, Positions, bf16, f16};
+use posenc::{AlibiMode, Positions, bf16, f16};
 
 /// How the ALiBi bias depends on the query-key distance: one of the `POSENC_ALIBI_*` values.
 pub type PosencAlibiMode = u32;
@@ -79,25 +79,42 @@ impl Pos {
     }
 }
 
-/// Writes the ALiBi slopes of `n_heads` heads into `out` (`n_heads` floats), as BLOOM, MPT
-/// and ggml define them (maximum bias 8): with `c = 2^floor(log2 n_heads)`, head `k < c`
-/// gets `2^(-8(k+1)/c)` and the extra heads `k >= c` get `2^(-4(2(k-c)+1)/c)`; computed as
-/// BLOOM's `build_alibi_tensor` does, so they are BLOOM's f32 slopes bit for bit.
-///
-/// Returns `POSENC_OK`, or an error code (`POSENC_ERR_ZERO_HEADS` for 0 heads) with `out`
-/// unchanged.
+/// The slope entry points: validates the arguments (`out_len` against `n_heads` among them)
+/// before writing.
 ///
 /// # Safety
-/// `out` points to `n_heads` writable floats (NULL only if `n_heads` is 0), accessed by no
+/// `out` points to `out_len` writable floats (NULL only if `out_len` is 0), accessed by no
+/// other thread during the call.
+unsafe fn slopes(n_heads: usize, max_bias: f32, out: *mut f32, out_len: usize) -> c_int {
+    run(|| {
+        let o = Raw::new(out.cast_const(), out_len, "out")?;
+        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract); the only
+        // buffer of the call. posenc checks its length against `n_heads` before writing.
+        let o = unsafe { o.as_mut_slice() };
+        Ok(posenc::alibi_slopes_max_bias(n_heads, max_bias, o)?)
+    })
+}
+
+/// Writes the ALiBi slopes of `n_heads` heads into `out` (`out_len` floats; `out_len` must
+/// equal `n_heads`), as BLOOM, MPT and ggml define them (maximum bias 8): with
+/// `c = 2^floor(log2 n_heads)`, head `k < c` gets `2^(-8(k+1)/c)` and the extra heads
+/// `k >= c` get `2^(-4(2(k-c)+1)/c)`; computed as BLOOM's `build_alibi_tensor` does, so they
+/// are BLOOM's f32 slopes bit for bit.
+///
+/// Returns `POSENC_OK`, or an error code with `out` unchanged (`POSENC_ERR_ZERO_HEADS` for 0
+/// heads, `POSENC_ERR_LENGTH_MISMATCH` if `out_len != n_heads`).
+///
+/// # Safety
+/// `out` points to `out_len` writable floats (NULL only if `out_len` is 0), accessed by no
 /// other thread during the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn posenc_alibi_slopes(out: *mut f32, n_heads: usize) -> c_int {
-    run(|| {
-        let o = Raw::new(out.cast_const(), n_heads, "out")?;
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract); the only
-        // buffer of the call.
-        Ok(posenc::alibi_slopes(n_heads, unsafe { o.as_mut_slice() })?)
-    })
+pub unsafe extern "C" fn posenc_alibi_slopes(
+    n_heads: usize,
+    out: *mut f32,
+    out_len: usize,
+) -> c_int {
+    // SAFETY: this function's caller contract is the one `slopes` requires.
+    unsafe { slopes(n_heads, 8.0, out, out_len) }
 }
 
 /// `posenc_alibi_slopes` with a maximum bias other than 8 (ggml `max_alibi_bias`, MPT
@@ -110,27 +127,27 @@ pub unsafe extern "C" fn posenc_alibi_slopes(out: *mut f32, n_heads: usize) -> c
 /// As `posenc_alibi_slopes`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posenc_alibi_slopes_max_bias(
-    out: *mut f32,
     n_heads: usize,
     max_bias: f32,
+    out: *mut f32,
+    out_len: usize,
 ) -> c_int {
-    run(|| {
-        let o = Raw::new(out.cast_const(), n_heads, "out")?;
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract).
-        let o = unsafe { o.as_mut_slice() };
-        Ok(posenc::alibi_slopes_max_bias(n_heads, max_bias, o)?)
-    })
+    // SAFETY: this function's caller contract is the one `slopes` requires.
+    unsafe { slopes(n_heads, max_bias, out, out_len) }
 }
 
+/// The `posenc_alibi_bias_*` entry points, once for every dtype.
+///
 /// # Safety
-/// The caller contract of `posenc_alibi_bias_f32`, for elements of type `T`.
-unsafe fn bias<T: Element>(
+/// The caller contract of `posenc_alibi_bias_f32`, with `out` pointing to `out_len` writable
+/// `E::C`.
+unsafe fn bias<E: Dtype>(
     slopes: *const f32,
     n_heads: usize,
     q: PosencPositions,
     k: PosencPositions,
     m: PosencAlibiMode,
-    out: *mut T,
+    out: *mut E::C,
     out_len: usize,
 ) -> c_int {
     run(|| {
@@ -138,14 +155,14 @@ unsafe fn bias<T: Element>(
         let s = Raw::new(slopes, n_heads, "slopes")?;
         let q = Pos::new(&q, "q")?;
         let k = Pos::new(&k, "k")?;
-        let o = Raw::new(out.cast_const(), out_len, "out")?;
+        let o = Raw::<E>::dtype(out, out_len, "out")?;
         o.disjoint(&s)?;
         q.disjoint_from(&o)?;
         k.disjoint_from(&o)?;
         // SAFETY: checked by Raw::new / Pos::new; readable and unmodified (contract); none
         // overlaps the output (checked above).
         let (s, q, k) = unsafe { (s.as_slice(), q.get(), k.get()) };
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract);
+        // SAFETY: checked by Raw::dtype; writable and unaccessed by others (contract);
         // disjoint from every input (checked above).
         let o = unsafe { o.as_mut_slice() };
         Ok(posenc::alibi_bias(s, q, k, m, o)?)
@@ -175,8 +192,8 @@ pub unsafe extern "C" fn posenc_alibi_bias_f32(
     out: *mut f32,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `bias` relies on.
-    unsafe { bias(slopes, n_heads, q, k, mode, out, out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<f32>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
 /// `posenc_alibi_bias_f32` with binary16 output (`uint16_t` bits, the float product rounded
@@ -194,9 +211,8 @@ pub unsafe extern "C" fn posenc_alibi_bias_f16(
     out: *mut u16,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { bias(slopes, n_heads, q, k, mode, out.cast::<f16>(), out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<f16>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
 /// `posenc_alibi_bias_f32` with bfloat16 output (`uint16_t` bits).
@@ -213,71 +229,83 @@ pub unsafe extern "C" fn posenc_alibi_bias_bf16(
     out: *mut u16,
     out_len: usize,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { bias(slopes, n_heads, q, k, mode, out.cast::<bf16>(), out_len) }
+    // SAFETY: this function's caller contract is the one `bias` requires.
+    unsafe { bias::<bf16>(slopes, n_heads, q, k, mode, out, out_len) }
 }
 
+/// The mask entry points, once for every mask type.
+///
 /// # Safety
-/// `mask` points to `len` readable elements and `out` to `len` writable `int32_t` (NULL
-/// allowed for 0), not overlapping.
-unsafe fn from_mask<M: Copy + Into<i64>>(mask: *const M, out: *mut i32, len: usize) -> c_int {
+/// `mask` points to `mask_len` readable elements and `out` to `out_len` writable `int32_t`
+/// (NULL allowed for a count of 0), not overlapping.
+unsafe fn from_mask<M: Copy + Into<i64>>(
+    mask: *const M,
+    mask_len: usize,
+    out: *mut i32,
+    out_len: usize,
+) -> c_int {
     run(|| {
-        let m = Raw::new(mask, len, "mask")?;
-        let o = Raw::new(out.cast_const(), len, "out")?;
+        let m = Raw::new(mask, mask_len, "mask")?;
+        let o = Raw::new(out.cast_const(), out_len, "out")?;
         o.disjoint(&m)?;
         // SAFETY: checked by Raw::new; readable (contract); disjoint from the output.
         let m = unsafe { m.as_slice() };
         // SAFETY: checked by Raw::new; writable, unaccessed by others (contract); disjoint.
+        // posenc checks `out_len == mask_len` before writing.
         let o = unsafe { o.as_mut_slice() };
         Ok(posenc::alibi_positions_from_mask(m, o)?)
     })
 }
 
-/// BLOOM's key positions from an attention mask row of `len` bytes: `(cumsum(mask) - 1) *
-/// mask`, i.e. attended keys (any non-zero byte) are numbered 0, 1, 2, ... and padding gets
-/// 0. With these as key positions and one query at position 0, `posenc_alibi_bias_*` in
-/// `POSENC_ALIBI_CAUSAL` mode is BLOOM's `build_alibi_tensor` for that row.
+/// BLOOM's key positions from an attention mask row of `mask_len` bytes, written to `out`
+/// (`out_len` must equal `mask_len`): `(cumsum(mask) - 1) * mask`, i.e. attended keys (any
+/// non-zero byte) are numbered 0, 1, 2, ... and padding gets 0. With these as key positions
+/// and one query at position 0, `posenc_alibi_bias_*` in `POSENC_ALIBI_CAUSAL` mode is
+/// BLOOM's `build_alibi_tensor` for that row.
 ///
-/// Returns `POSENC_OK`, or an error code with `out` unchanged.
+/// Returns `POSENC_OK`, or an error code with `out` unchanged (`POSENC_ERR_LENGTH_MISMATCH`
+/// if `out_len != mask_len`).
 ///
 /// # Safety
-/// `mask` points to `len` readable bytes and `out` to `len` writable `int32_t` (NULL allowed
-/// if `len` is 0); they must not overlap.
+/// `mask` points to `mask_len` readable bytes and `out` to `out_len` writable `int32_t` (NULL
+/// allowed for a count of 0); they must not overlap.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posenc_alibi_positions_from_mask_u8(
     mask: *const u8,
+    mask_len: usize,
     out: *mut i32,
-    len: usize,
+    out_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `from_mask` relies on.
-    unsafe { from_mask(mask, out, len) }
+    // SAFETY: this function's caller contract is the one `from_mask` requires.
+    unsafe { from_mask(mask, mask_len, out, out_len) }
 }
 
 /// `posenc_alibi_positions_from_mask_u8` for an `int32_t` mask.
 ///
 /// # Safety
-/// As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int32_t`.
+/// As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `mask_len` `int32_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posenc_alibi_positions_from_mask_i32(
     mask: *const i32,
+    mask_len: usize,
     out: *mut i32,
-    len: usize,
+    out_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `from_mask` relies on.
-    unsafe { from_mask(mask, out, len) }
+    // SAFETY: this function's caller contract is the one `from_mask` requires.
+    unsafe { from_mask(mask, mask_len, out, out_len) }
 }
 
 /// `posenc_alibi_positions_from_mask_u8` for an `int64_t` mask (torch's default mask dtype).
 ///
 /// # Safety
-/// As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `len` `int64_t`.
+/// As `posenc_alibi_positions_from_mask_u8`, with `mask` pointing to `mask_len` `int64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posenc_alibi_positions_from_mask_i64(
     mask: *const i64,
+    mask_len: usize,
     out: *mut i32,
-    len: usize,
+    out_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `from_mask` relies on.
-    unsafe { from_mask(mask, out, len) }
+    // SAFETY: this function's caller contract is the one `from_mask` requires.
+    unsafe { from_mask(mask, mask_len, out, out_len) }
 }

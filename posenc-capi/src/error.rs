@@ -1,11 +1,20 @@
 //! Error codes, their messages, the per-thread error detail, and the panic guard every entry
 //! point runs in.
+//!
+//! The guard is silent: a C library must not write to its host's stderr, but Rust's panic
+//! hook prints every panic (and, with `RUST_BACKTRACE`, a backtrace) before `catch_unwind`
+//! sees it. The first guarded call installs, once per process, a hook that says nothing for
+//! a panic on a thread that is inside a guard (it records the panic's location for the error
+//! detail instead) and hands every other panic to the hook that was installed before it, so
+//! a Rust host's own hook keeps working for its own panics. A hook the host installs after
+//! that replaces posenc's, and posenc's panics are printed again (still caught).
 
 use core::ffi::{CStr, c_char, c_int};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, PanicHookInfo, catch_unwind};
 use std::string::String;
+use std::sync::Once;
 
 /// Success.
 pub const POSENC_OK: c_int = 0;
@@ -50,8 +59,9 @@ pub const POSENC_ERR_OVERLAPPING_BUFFERS: c_int = -102;
 pub const POSENC_ERR_INVALID_ENUM: c_int = -103;
 /// The `PosencRope` was not initialized by a successful `posenc_rope_init`.
 pub const POSENC_ERR_UNINITIALIZED_ROPE: c_int = -104;
-/// A panic was caught inside the library (a bug: please report it with
-/// `posenc_last_error_detail`). Output buffers of the failed call are unspecified.
+/// A panic was caught inside the library (a bug, or a corrupted `PosencRope`: please report
+/// it with `posenc_last_error_detail`, which says where it happened). Nothing is printed.
+/// Output buffers of the failed call are unspecified.
 pub const POSENC_ERR_PANIC: c_int = -105;
 
 /// Every error code this C API returns, [`POSENC_OK`] excluded.
@@ -241,23 +251,104 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Runs `f`, returning `fallback` if it panics (the panic's text becomes the thread's error
-/// detail). Used by the entry points that return a value instead of a code.
+thread_local! {
+    /// How many guards the current thread is inside (entry points may nest: a property
+    /// accessor inside another call, in tests).
+    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Where the last panic inside a guard on this thread happened, recorded by the hook.
+    static PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Whether the current thread is inside a guard (false while the thread is being torn down).
+fn in_guard() -> bool {
+    GUARD_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
+}
+
+/// posenc's part of the panic hook: a panic inside a guard is recorded, not printed.
+/// Returns false for a panic outside every guard, which goes to the previous hook.
+fn quiet_hook(info: &PanicHookInfo<'_>) -> bool {
+    if !in_guard() {
+        return false;
+    }
+    if let Some(loc) = info.location() {
+        let at = format!("{}:{}:{}", loc.file(), loc.line(), loc.column());
+        let _ = PANIC_LOCATION.try_with(|l| {
+            if let Ok(mut slot) = l.try_borrow_mut() {
+                *slot = Some(at);
+            }
+        });
+    }
+    true
+}
+
+/// Installs the silent hook, once per process, in front of whatever hook is installed now.
+fn install_quiet_hook() {
+    static INSTALL: Once = Once::new();
+    // `take_hook`/`set_hook` panic on a thread that is already panicking (a call made from a
+    // destructor during unwinding); such a call runs unsilenced, and a later one installs.
+    if INSTALL.is_completed() || std::thread::panicking() {
+        return;
+    }
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !quiet_hook(info) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Marks the current thread as inside a guard for its lifetime.
+struct Guard;
+
+impl Guard {
+    fn enter() -> Guard {
+        install_quiet_hook();
+        let _ = GUARD_DEPTH.try_with(|d| d.set(d.get() + 1));
+        Guard
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = GUARD_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// The location the hook recorded for the thread's last guarded panic (and forgets it).
+fn take_panic_location() -> Option<String> {
+    PANIC_LOCATION
+        .try_with(|l| l.try_borrow_mut().ok().and_then(|mut slot| slot.take()))
+        .ok()
+        .flatten()
+}
+
+/// Runs `f`, returning `fallback` if it panics (the panic's location and text become the
+/// thread's error detail; nothing is printed). Used directly by the entry points that
+/// return a value instead of a code.
 pub(crate) fn catch_or<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    let _guard = Guard::enter();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(payload) => {
-            set_detail(format!("panic in posenc: {}", panic_text(&*payload)));
-            // Dropping a payload can itself panic; contain that too (leaking it is harmless).
+            let text = panic_text(&*payload);
+            set_detail(match take_panic_location() {
+                Some(at) => format!("panic in posenc at {at}: {text}"),
+                None => format!("panic in posenc: {text}"),
+            });
+            // Dropping a payload can itself panic; contain that too (leaking it is harmless),
+            // still inside the guard, so silently.
             let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            let _ = take_panic_location();
             fallback
         }
     }
 }
 
 /// Runs `f` the way every code-returning entry point runs its body: a panic inside `f`
-/// becomes [`POSENC_ERR_PANIC`] (its text the thread's error detail) instead of unwinding
-/// into the caller.
+/// becomes [`POSENC_ERR_PANIC`] (its location and text the thread's error detail) instead of
+/// unwinding into the caller, and prints nothing.
 ///
 /// Public so that the tests can prove it on a panicking closure: no valid input makes
 /// posenc panic, so no exported function can be made to exercise it from outside.

@@ -15,11 +15,17 @@
 //! * Buffers are `(pointer, element count)` pairs. A pointer must be NULL or point to that
 //!   many readable (and, for outputs, writable) elements, aligned for their type. NULL with a
 //!   count of 0 is an empty buffer; NULL with a non-zero count is
-//!   [`POSENC_ERR_NULL_POINTER`]. An output buffer must not overlap any other buffer of the
-//!   same call ([`POSENC_ERR_OVERLAPPING_BUFFERS`] when it does).
+//!   [`POSENC_ERR_NULL_POINTER`]. Every output buffer has its own count, which must equal the
+//!   length the other arguments imply ([`POSENC_ERR_LENGTH_MISMATCH`] otherwise, before any
+//!   write), so nothing is written past a count the caller gave. An output buffer must not
+//!   overlap any other buffer of the same call ([`POSENC_ERR_OVERLAPPING_BUFFERS`] when it
+//!   does).
 //! * f16 and bf16 elements are passed as their `uint16_t` bit patterns.
 //! * No panic crosses the boundary: every entry point runs inside `catch_unwind` and reports
-//!   a caught panic as [`POSENC_ERR_PANIC`].
+//!   a caught panic as [`POSENC_ERR_PANIC`], its location and message the error detail.
+//! * Nothing is printed: the first call installs a process-wide panic hook that is silent
+//!   for panics inside posenc's guard (on that thread) and hands every other panic to the
+//!   hook installed before it (see the `error` module).
 //! * All functions are thread-safe: they keep no shared state (a `PosencRope` is read-only
 //!   after [`posenc_rope_init`], so one may be used from many threads at once).
 //!

@@ -1,18 +1,13 @@
 //! RoPE: configuration structs, the caller-owned `PosencRope`, and the apply entry points.
 
 use crate::error::{Fail, run};
-use crate::raw::Raw;
+use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{Element, Layout, LongRope, Rope, RopeConfig, Scaling, Yarn, bf16, f16};
+use posenc::{Layout, LongRope, Rope, RopeConfig, Scaling, Yarn, bf16, f16};
 
 /// The largest `rotary_dim` a `PosencRope` supports (posenc's `MAX_ROTARY_DIM`).
 pub const POSENC_MAX_ROTARY_DIM: usize = 512;
 const _: () = assert!(POSENC_MAX_ROTARY_DIM == posenc::MAX_ROTARY_DIM);
-
-// f16/bf16 cross the boundary as `uint16_t` bit patterns; both are `repr(transparent)` over
-// `u16` in `half`, which these assertions re-check for size and alignment.
-const _: () = assert!(size_of::<f16>() == 2 && align_of::<f16>() == align_of::<u16>());
-const _: () = assert!(size_of::<bf16>() == 2 && align_of::<bf16>() == align_of::<u16>());
 
 /// Channel pairing of a RoPE layout: one of the `POSENC_LAYOUT_*` values.
 pub type PosencLayout = u32;
@@ -469,21 +464,24 @@ pub unsafe extern "C" fn posenc_rope_init(
     })
 }
 
-/// Validates the shared arguments of an apply call and runs `f` on the slices.
+/// The apply entry points, once for every dtype: validates the arguments, then rotates `x`
+/// (or undoes the rotation).
 ///
 /// # Safety
-/// The caller contract of the apply entry points (see `posenc_rope_apply_f32`).
-unsafe fn with_rope_x<T>(
+/// The caller contract of `posenc_rope_apply_f32`, with `x` pointing to `len` writable
+/// `E::C`.
+unsafe fn apply<E: Dtype>(
     rope: *const PosencRope,
-    x: *mut T,
+    x: *mut E::C,
     len: usize,
+    n_heads: usize,
     positions: *const i32,
     n_tokens: usize,
-    f: impl FnOnce(&Rope, &mut [T], &[i32]) -> Result<(), posenc::Error>,
+    inverse: bool,
 ) -> c_int {
     run(|| {
         let r = Raw::one(rope, "rope")?;
-        let x = Raw::new(x.cast_const(), len, "x")?;
+        let x = Raw::<E>::dtype(x, len, "x")?;
         let p = Raw::new(positions, n_tokens, "positions")?;
         x.disjoint(&p)?;
         x.disjoint(&r)?;
@@ -491,34 +489,15 @@ unsafe fn with_rope_x<T>(
         let rope = unsafe { borrow(&r) }?;
         // SAFETY: checked by Raw::new; readable (contract); not overlapping the written `x`.
         let p = unsafe { p.as_slice() };
-        // SAFETY: checked by Raw::new; writable and not accessed by anyone else during the
+        // SAFETY: checked by Raw::dtype; writable and not accessed by anyone else during the
         // call (contract); disjoint from `positions` and `rope` (checked above).
         let x = unsafe { x.as_mut_slice() };
-        Ok(f(rope, x, p)?)
+        if inverse {
+            Ok(rope.apply_inverse(x, n_heads, p)?)
+        } else {
+            Ok(rope.apply(x, n_heads, p)?)
+        }
     })
-}
-
-/// # Safety
-/// The caller contract of `posenc_rope_apply_f32`, for elements of type `T`.
-unsafe fn apply<T: Element>(
-    rope: *const PosencRope,
-    x: *mut T,
-    len: usize,
-    n_heads: usize,
-    positions: *const i32,
-    n_tokens: usize,
-    inverse: bool,
-) -> c_int {
-    // SAFETY: forwarded caller contract of the exported apply functions.
-    unsafe {
-        with_rope_x(rope, x, len, positions, n_tokens, |r, x, p| {
-            if inverse {
-                r.apply_inverse(x, n_heads, p)
-            } else {
-                r.apply(x, n_heads, p)
-            }
-        })
-    }
 }
 
 /// Rotates `x` in place by the angles of `positions`: `x` is token-major, `n_tokens` tokens
@@ -545,8 +524,8 @@ pub unsafe extern "C" fn posenc_rope_apply_f32(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `apply` relies on.
-    unsafe { apply(rope, x, len, n_heads, positions, n_tokens, false) }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<f32>(rope, x, len, n_heads, positions, n_tokens, false) }
 }
 
 /// `posenc_rope_apply_f32` for IEEE binary16 elements, passed as their `uint16_t` bits:
@@ -563,19 +542,8 @@ pub unsafe extern "C" fn posenc_rope_apply_f16(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (same size and alignment, asserted above),
-    // so the caller's u16 buffer is a valid f16 buffer; the rest is the caller contract.
-    unsafe {
-        apply(
-            rope,
-            x.cast::<f16>(),
-            len,
-            n_heads,
-            positions,
-            n_tokens,
-            false,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<f16>(rope, x, len, n_heads, positions, n_tokens, false) }
 }
 
 /// `posenc_rope_apply_f32` for bfloat16 elements, passed as their `uint16_t` bits: loaded
@@ -592,19 +560,8 @@ pub unsafe extern "C" fn posenc_rope_apply_bf16(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted above); the rest is the caller
-    // contract.
-    unsafe {
-        apply(
-            rope,
-            x.cast::<bf16>(),
-            len,
-            n_heads,
-            positions,
-            n_tokens,
-            false,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<bf16>(rope, x, len, n_heads, positions, n_tokens, false) }
 }
 
 /// Undoes `posenc_rope_apply_f32`: rotates by the negated angles and divides by the
@@ -621,8 +578,8 @@ pub unsafe extern "C" fn posenc_rope_apply_inverse_f32(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: the caller contract of posenc_rope_apply_f32, which `apply` relies on.
-    unsafe { apply(rope, x, len, n_heads, positions, n_tokens, true) }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<f32>(rope, x, len, n_heads, positions, n_tokens, true) }
 }
 
 /// `posenc_rope_apply_inverse_f32` for binary16 elements (`uint16_t` bits).
@@ -638,18 +595,8 @@ pub unsafe extern "C" fn posenc_rope_apply_inverse_f16(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (asserted above); caller contract otherwise.
-    unsafe {
-        apply(
-            rope,
-            x.cast::<f16>(),
-            len,
-            n_heads,
-            positions,
-            n_tokens,
-            true,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<f16>(rope, x, len, n_heads, positions, n_tokens, true) }
 }
 
 /// `posenc_rope_apply_inverse_f32` for bfloat16 elements (`uint16_t` bits).
@@ -665,29 +612,20 @@ pub unsafe extern "C" fn posenc_rope_apply_inverse_bf16(
     positions: *const i32,
     n_tokens: usize,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted above); caller contract otherwise.
-    unsafe {
-        apply(
-            rope,
-            x.cast::<bf16>(),
-            len,
-            n_heads,
-            positions,
-            n_tokens,
-            true,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `apply` requires.
+    unsafe { apply::<bf16>(rope, x, len, n_heads, positions, n_tokens, true) }
 }
 
 /// Writes the cos and sin tables for `positions`: `n_tokens * rotary_dim/2` floats each
-/// (`table_len` must equal that), token-major, attention factor included: exactly the values
-/// the apply functions use.
+/// (`cos_len` and `sin_len` must both equal that), token-major, attention factor included:
+/// exactly the values the apply functions use.
 ///
-/// Returns `POSENC_OK`, or an error code with both tables unchanged.
+/// Returns `POSENC_OK`, or an error code with both tables unchanged
+/// (`POSENC_ERR_LENGTH_MISMATCH` if either length is not `n_tokens * rotary_dim/2`).
 ///
 /// # Safety
 /// `rope` points to a `PosencRope` filled by `posenc_rope_init`; `positions` points to
-/// `n_tokens` readable `int32_t`; `cos` and `sin` each point to `table_len` writable floats
+/// `n_tokens` readable `int32_t`; `cos` to `cos_len` and `sin` to `sin_len` writable floats
 /// (NULL allowed for a zero count). `cos` and `sin` must not overlap each other, `positions`
 /// or `rope`.
 #[unsafe(no_mangle)]
@@ -696,14 +634,15 @@ pub unsafe extern "C" fn posenc_rope_fill_cos_sin(
     positions: *const i32,
     n_tokens: usize,
     cos: *mut f32,
+    cos_len: usize,
     sin: *mut f32,
-    table_len: usize,
+    sin_len: usize,
 ) -> c_int {
     run(|| {
         let r = Raw::one(rope, "rope")?;
         let p = Raw::new(positions, n_tokens, "positions")?;
-        let c = Raw::new(cos.cast_const(), table_len, "cos")?;
-        let s = Raw::new(sin.cast_const(), table_len, "sin")?;
+        let c = Raw::new(cos.cast_const(), cos_len, "cos")?;
+        let s = Raw::new(sin.cast_const(), sin_len, "sin")?;
         c.disjoint(&s)?;
         c.disjoint(&p)?;
         s.disjoint(&p)?;
@@ -714,7 +653,7 @@ pub unsafe extern "C" fn posenc_rope_fill_cos_sin(
         // SAFETY: checked by Raw::new; readable (contract); disjoint from both outputs.
         let p = unsafe { p.as_slice() };
         // SAFETY: checked by Raw::new; writable (contract); disjoint from every other buffer
-        // of the call (checked above).
+        // of the call (checked above). posenc checks both lengths before writing.
         let (c, s) = unsafe { (c.as_mut_slice(), s.as_mut_slice()) };
         Ok(rope.fill_cos_sin(p, c, s)?)
     })
@@ -803,11 +742,14 @@ pub unsafe extern "C" fn posenc_rope_rotary_dim(rope: *const PosencRope) -> usiz
     unsafe { property(rope, 0, |r| r.rotary_dim()) }
 }
 
+/// The apply-with-table entry points, once for every dtype.
+///
 /// # Safety
-/// The caller contract of `posenc_apply_with_table_f32`, for elements of type `T`.
+/// The caller contract of `posenc_apply_with_table_f32`, with `x` pointing to `len` writable
+/// `E::C`.
 #[allow(clippy::too_many_arguments)] // the C signature, forwarded
-unsafe fn with_table<T: Element>(
-    x: *mut T,
+unsafe fn with_table<E: Dtype>(
+    x: *mut E::C,
     len: usize,
     n_heads: usize,
     head_dim: usize,
@@ -818,14 +760,14 @@ unsafe fn with_table<T: Element>(
 ) -> c_int {
     run(|| {
         let lay = layout(lay)?;
-        let x = Raw::new(x.cast_const(), len, "x")?;
+        let x = Raw::<E>::dtype(x, len, "x")?;
         let c = Raw::new(cos, table_len, "cos")?;
         let s = Raw::new(sin, table_len, "sin")?;
         x.disjoint(&c)?;
         x.disjoint(&s)?;
         // SAFETY: checked by Raw::new; readable (contract); disjoint from the written `x`.
         let (c, s) = unsafe { (c.as_slice(), s.as_slice()) };
-        // SAFETY: checked by Raw::new; writable, unaccessed by others (contract); disjoint
+        // SAFETY: checked by Raw::dtype; writable, unaccessed by others (contract); disjoint
         // from the tables (checked above).
         let x = unsafe { x.as_mut_slice() };
         Ok(posenc::apply_with_table(x, n_heads, head_dim, lay, c, s)?)
@@ -854,8 +796,8 @@ pub unsafe extern "C" fn posenc_apply_with_table_f32(
     sin: *const f32,
     table_len: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `with_table` relies on.
-    unsafe { with_table(x, len, n_heads, head_dim, layout, cos, sin, table_len) }
+    // SAFETY: this function's caller contract is the one `with_table` requires.
+    unsafe { with_table::<f32>(x, len, n_heads, head_dim, layout, cos, sin, table_len) }
 }
 
 /// `posenc_apply_with_table_f32` for binary16 elements (`uint16_t` bits).
@@ -873,19 +815,8 @@ pub unsafe extern "C" fn posenc_apply_with_table_f16(
     sin: *const f32,
     table_len: usize,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (asserted above); caller contract otherwise.
-    unsafe {
-        with_table(
-            x.cast::<f16>(),
-            len,
-            n_heads,
-            head_dim,
-            layout,
-            cos,
-            sin,
-            table_len,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `with_table` requires.
+    unsafe { with_table::<f16>(x, len, n_heads, head_dim, layout, cos, sin, table_len) }
 }
 
 /// `posenc_apply_with_table_f32` for bfloat16 elements (`uint16_t` bits).
@@ -903,17 +834,6 @@ pub unsafe extern "C" fn posenc_apply_with_table_bf16(
     sin: *const f32,
     table_len: usize,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted above); caller contract otherwise.
-    unsafe {
-        with_table(
-            x.cast::<bf16>(),
-            len,
-            n_heads,
-            head_dim,
-            layout,
-            cos,
-            sin,
-            table_len,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `with_table` requires.
+    unsafe { with_table::<bf16>(x, len, n_heads, head_dim, layout, cos, sin, table_len) }
 }

@@ -6,9 +6,9 @@
 //! one-row `add` from C: ~33 `pow` calls at `d_model = 512`. A handle type would remove it.
 
 use crate::error::{Fail, run};
-use crate::raw::Raw;
+use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{Element, Sinusoidal, SinusoidalLayout, bf16, f16};
+use posenc::{Sinusoidal, SinusoidalLayout, bf16, f16};
 
 /// Where the sines and cosines of a sinusoidal row go: one of the `POSENC_SINUSOIDAL_*`
 /// values.
@@ -31,36 +31,41 @@ fn encoder(d_model: usize, base: f32, layout: PosencSinusoidalLayout) -> Result<
     Ok(Sinusoidal::new(d_model, base, layout)?)
 }
 
+/// The `posenc_sinusoidal_fill_*` entry points, once for every dtype.
+///
 /// # Safety
-/// `out` points to `len` writable elements (NULL allowed for 0) accessed by no one else during
+/// `out` points to `len` writable `E::C` (NULL allowed for 0) accessed by no one else during
 /// the call.
-unsafe fn fill<T: Element>(
+unsafe fn fill<E: Dtype>(
     d_model: usize,
     base: f32,
     layout: PosencSinusoidalLayout,
-    out: *mut T,
+    out: *mut E::C,
     len: usize,
     first_position: u32,
 ) -> c_int {
     run(|| {
         let pe = encoder(d_model, base, layout)?;
-        let out = Raw::new(out.cast_const(), len, "out")?;
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract); the only
-        // buffer of the call.
+        let out = Raw::<E>::dtype(out, len, "out")?;
+        // SAFETY: checked by Raw::dtype; writable and unaccessed by others (contract); the
+        // only buffer of the call.
         let out = unsafe { out.as_mut_slice() };
         Ok(pe.fill(out, first_position)?)
     })
 }
 
+/// Fills (`add` false) or adds to (`add` true) `out` the rows of `positions`: the logic of
+/// `fill_positions` and `add`.
+///
 /// # Safety
-/// `out` points to `len` writable elements, `positions` to `n_positions` readable `int32_t`
+/// `out` points to `len` writable `E::C`, `positions` to `n_positions` readable `int32_t`
 /// (NULL allowed for zero counts), not overlapping.
 #[allow(clippy::too_many_arguments)] // the C signature, forwarded
-unsafe fn with_positions<T: Element>(
+unsafe fn with_positions<E: Dtype>(
     d_model: usize,
     base: f32,
     layout: PosencSinusoidalLayout,
-    out: *mut T,
+    out: *mut E::C,
     len: usize,
     positions: *const i32,
     n_positions: usize,
@@ -68,12 +73,12 @@ unsafe fn with_positions<T: Element>(
 ) -> c_int {
     run(|| {
         let pe = encoder(d_model, base, layout)?;
-        let out = Raw::new(out.cast_const(), len, if add { "x" } else { "out" })?;
+        let out = Raw::<E>::dtype(out, len, if add { "x" } else { "out" })?;
         let p = Raw::new(positions, n_positions, "positions")?;
         out.disjoint(&p)?;
         // SAFETY: checked by Raw::new; readable (contract); disjoint from the output.
         let p = unsafe { p.as_slice() };
-        // SAFETY: checked by Raw::new; writable and unaccessed by others (contract);
+        // SAFETY: checked by Raw::dtype; writable and unaccessed by others (contract);
         // disjoint from `positions` (checked above).
         let out = unsafe { out.as_mut_slice() };
         if add {
@@ -82,6 +87,51 @@ unsafe fn with_positions<T: Element>(
             Ok(pe.fill_positions(out, p)?)
         }
     })
+}
+
+/// The `posenc_sinusoidal_fill_positions_*` entry points, once for every dtype.
+///
+/// # Safety
+/// As `with_positions`.
+unsafe fn fill_positions<E: Dtype>(
+    d_model: usize,
+    base: f32,
+    layout: PosencSinusoidalLayout,
+    out: *mut E::C,
+    len: usize,
+    positions: *const i32,
+    n_positions: usize,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        with_positions::<E>(
+            d_model,
+            base,
+            layout,
+            out,
+            len,
+            positions,
+            n_positions,
+            false,
+        )
+    }
+}
+
+/// The `posenc_sinusoidal_add_*` entry points, once for every dtype.
+///
+/// # Safety
+/// As `with_positions`.
+unsafe fn add<E: Dtype>(
+    d_model: usize,
+    base: f32,
+    layout: PosencSinusoidalLayout,
+    x: *mut E::C,
+    len: usize,
+    positions: *const i32,
+    n_positions: usize,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { with_positions::<E>(d_model, base, layout, x, len, positions, n_positions, true) }
 }
 
 /// Fills `out` (`len` floats, a whole number of rows of `d_model`) with the sinusoidal rows
@@ -105,8 +155,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_f32(
     len: usize,
     first_position: u32,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `fill` relies on.
-    unsafe { fill(d_model, base, layout, out, len, first_position) }
+    // SAFETY: this function's caller contract is the one `fill` requires.
+    unsafe { fill::<f32>(d_model, base, layout, out, len, first_position) }
 }
 
 /// `posenc_sinusoidal_fill_f32` for binary16 output (`uint16_t` bits, rounded once to
@@ -123,18 +173,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_f16(
     len: usize,
     first_position: u32,
 ) -> c_int {
-    // SAFETY: f16 is repr(transparent) over u16 (same size and alignment, asserted in
-    // rope.rs); the rest is the caller contract.
-    unsafe {
-        fill(
-            d_model,
-            base,
-            layout,
-            out.cast::<f16>(),
-            len,
-            first_position,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `fill` requires.
+    unsafe { fill::<f16>(d_model, base, layout, out, len, first_position) }
 }
 
 /// `posenc_sinusoidal_fill_f32` for bfloat16 output (`uint16_t` bits, rounded once to
@@ -151,18 +191,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_bf16(
     len: usize,
     first_position: u32,
 ) -> c_int {
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe {
-        fill(
-            d_model,
-            base,
-            layout,
-            out.cast::<bf16>(),
-            len,
-            first_position,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `fill` requires.
+    unsafe { fill::<bf16>(d_model, base, layout, out, len, first_position) }
 }
 
 /// Fills `out` (`len == n_positions * d_model` floats) with the sinusoidal rows of
@@ -184,19 +214,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_f32(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `with_positions` relies on.
-    unsafe {
-        with_positions(
-            d_model,
-            base,
-            layout,
-            out,
-            len,
-            positions,
-            n_positions,
-            false,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `fill_positions` requires.
+    unsafe { fill_positions::<f32>(d_model, base, layout, out, len, positions, n_positions) }
 }
 
 /// `posenc_sinusoidal_fill_positions_f32` for binary16 output (`uint16_t` bits).
@@ -214,21 +233,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_f16(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    let out = out.cast::<f16>();
-    // SAFETY: f16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe {
-        with_positions(
-            d_model,
-            base,
-            layout,
-            out,
-            len,
-            positions,
-            n_positions,
-            false,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `fill_positions` requires.
+    unsafe { fill_positions::<f16>(d_model, base, layout, out, len, positions, n_positions) }
 }
 
 /// `posenc_sinusoidal_fill_positions_f32` for bfloat16 output (`uint16_t` bits).
@@ -246,21 +252,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_bf16(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    let out = out.cast::<bf16>();
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe {
-        with_positions(
-            d_model,
-            base,
-            layout,
-            out,
-            len,
-            positions,
-            n_positions,
-            false,
-        )
-    }
+    // SAFETY: this function's caller contract is the one `fill_positions` requires.
+    unsafe { fill_positions::<bf16>(d_model, base, layout, out, len, positions, n_positions) }
 }
 
 /// Adds the sinusoidal rows of `positions` to `x` in place (`len == n_positions * d_model`
@@ -282,8 +275,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_f32(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    // SAFETY: the caller contract above is the one `with_positions` relies on.
-    unsafe { with_positions(d_model, base, layout, x, len, positions, n_positions, true) }
+    // SAFETY: this function's caller contract is the one `add` requires.
+    unsafe { add::<f32>(d_model, base, layout, x, len, positions, n_positions) }
 }
 
 /// `posenc_sinusoidal_add_f32` for binary16 elements (`uint16_t` bits).
@@ -300,10 +293,8 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_f16(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    let x = x.cast::<f16>();
-    // SAFETY: f16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { with_positions(d_model, base, layout, x, len, positions, n_positions, true) }
+    // SAFETY: this function's caller contract is the one `add` requires.
+    unsafe { add::<f16>(d_model, base, layout, x, len, positions, n_positions) }
 }
 
 /// `posenc_sinusoidal_add_f32` for bfloat16 elements (`uint16_t` bits).
@@ -320,8 +311,6 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_bf16(
     positions: *const i32,
     n_positions: usize,
 ) -> c_int {
-    let x = x.cast::<bf16>();
-    // SAFETY: bf16 is repr(transparent) over u16 (asserted in rope.rs); caller contract
-    // otherwise.
-    unsafe { with_positions(d_model, base, layout, x, len, positions, n_positions, true) }
+    // SAFETY: this function's caller contract is the one `add` requires.
+    unsafe { add::<bf16>(d_model, base, layout, x, len, positions, n_positions) }
 }

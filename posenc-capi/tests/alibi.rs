@@ -34,11 +34,14 @@ fn slopes_match_posenc() {
     for n in [1usize, 2, 7, 8, 12, 32, 80] {
         let mut a = vec![0f32; n];
         let mut b = vec![0f32; n];
-        assert_eq!(unsafe { posenc_alibi_slopes(a.as_mut_ptr(), n) }, POSENC_OK);
+        assert_eq!(
+            unsafe { posenc_alibi_slopes(n, a.as_mut_ptr(), n) },
+            POSENC_OK
+        );
         posenc::alibi_slopes(n, &mut b).unwrap();
         assert_eq!(a, b, "{n}");
         assert_eq!(
-            unsafe { posenc_alibi_slopes_max_bias(a.as_mut_ptr(), n, 5.0) },
+            unsafe { posenc_alibi_slopes_max_bias(n, 5.0, a.as_mut_ptr(), n) },
             POSENC_OK
         );
         posenc::alibi_slopes_max_bias(n, 5.0, &mut b).unwrap();
@@ -46,7 +49,7 @@ fn slopes_match_posenc() {
     }
     let mut s = [0f32; 4];
     assert_eq!(
-        unsafe { posenc_alibi_slopes_max_bias(s.as_mut_ptr(), 4, 4.0) },
+        unsafe { posenc_alibi_slopes_max_bias(4, 4.0, s.as_mut_ptr(), 4) },
         POSENC_OK
     );
     assert_eq!(s, [0.5, 0.25, 0.125, 0.0625]);
@@ -56,25 +59,43 @@ fn slopes_match_posenc() {
 fn slope_errors_leave_out_unchanged() {
     let mut s = [3f32; 4];
     unsafe {
-        fails(posenc_alibi_slopes(null_mut(), 0), POSENC_ERR_ZERO_HEADS);
-        fails(posenc_alibi_slopes(null_mut(), 4), POSENC_ERR_NULL_POINTER);
+        fails(posenc_alibi_slopes(0, null_mut(), 0), POSENC_ERR_ZERO_HEADS);
+        fails(
+            posenc_alibi_slopes(4, null_mut(), 4),
+            POSENC_ERR_NULL_POINTER,
+        );
         let sp = s.as_mut_ptr();
         fails(
-            posenc_alibi_slopes(sp.cast::<u8>().add(1).cast(), 2),
+            posenc_alibi_slopes(2, sp.cast::<u8>().add(1).cast(), 2),
             POSENC_ERR_MISALIGNED_POINTER,
         );
         fails(
-            posenc_alibi_slopes_max_bias(sp, 4, f32::NAN),
+            posenc_alibi_slopes_max_bias(4, f32::NAN, sp, 4),
             POSENC_ERR_INVALID_PARAMETER,
         );
         fails(
-            posenc_alibi_slopes_max_bias(sp, 4, -1.0),
+            posenc_alibi_slopes_max_bias(4, -1.0, sp, 4),
             POSENC_ERR_INVALID_PARAMETER,
         );
         fails(
-            posenc_alibi_slopes_max_bias(sp, 0, 8.0),
+            posenc_alibi_slopes_max_bias(0, 8.0, sp, 0),
             POSENC_ERR_ZERO_HEADS,
         );
+        // `out_len`, not `n_heads`, bounds the writes: a buffer declared shorter (or longer)
+        // than `n_heads` is refused before anything is written, the element past the
+        // declared length included.
+        for (n_heads, out_len) in [(4, 3), (3, 4), (4, 0), (1, 2)] {
+            fails(
+                posenc_alibi_slopes(n_heads, sp, out_len),
+                POSENC_ERR_LENGTH_MISMATCH,
+            );
+            fails(
+                posenc_alibi_slopes_max_bias(n_heads, 4.0, sp, out_len),
+                POSENC_ERR_LENGTH_MISMATCH,
+            );
+        }
+        let d = CStr::from_ptr(posenc_last_error_detail()).to_str().unwrap();
+        assert!(d.contains("`out`"), "{d}");
     }
     assert_eq!(s, [3.0; 4]);
 }
@@ -257,26 +278,36 @@ fn bloom_positions_from_mask_every_mask_type() {
     let mut out = [9i32; 5];
     unsafe {
         assert_eq!(
-            posenc_alibi_positions_from_mask_u8([0u8, 0, 1, 1, 1].as_ptr(), out.as_mut_ptr(), 5),
+            posenc_alibi_positions_from_mask_u8([0u8, 0, 1, 1, 1].as_ptr(), 5, out.as_mut_ptr(), 5),
             POSENC_OK
         );
         assert_eq!(out, want);
         out = [9; 5];
         assert_eq!(
-            posenc_alibi_positions_from_mask_i32([0i32, 0, 1, 1, 1].as_ptr(), out.as_mut_ptr(), 5),
+            posenc_alibi_positions_from_mask_i32(
+                [0i32, 0, 1, 1, 1].as_ptr(),
+                5,
+                out.as_mut_ptr(),
+                5
+            ),
             POSENC_OK
         );
         assert_eq!(out, want);
         out = [9; 5];
         assert_eq!(
-            posenc_alibi_positions_from_mask_i64([0i64, 0, 1, 1, 1].as_ptr(), out.as_mut_ptr(), 5),
+            posenc_alibi_positions_from_mask_i64(
+                [0i64, 0, 1, 1, 1].as_ptr(),
+                5,
+                out.as_mut_ptr(),
+                5
+            ),
             POSENC_OK
         );
         assert_eq!(out, want);
 
         // BLOOM's build_alibi_tensor for that row: one query at 0, causal.
         let mut slopes = [0f32; 2];
-        assert_eq!(posenc_alibi_slopes(slopes.as_mut_ptr(), 2), POSENC_OK);
+        assert_eq!(posenc_alibi_slopes(2, slopes.as_mut_ptr(), 2), POSENC_OK);
         let mut bloom = [0f32; 10];
         let rc = posenc_alibi_bias_f32(
             slopes.as_ptr(),
@@ -294,21 +325,40 @@ fn bloom_positions_from_mask_every_mask_type() {
         let mut m = [1i32, 1, 0];
         let before = m;
         fails(
-            posenc_alibi_positions_from_mask_u8(null(), out.as_mut_ptr(), 5),
+            posenc_alibi_positions_from_mask_u8(null(), 5, out.as_mut_ptr(), 5),
             POSENC_ERR_NULL_POINTER,
         );
         fails(
-            posenc_alibi_positions_from_mask_i64([1i64].as_ptr(), null_mut(), 1),
+            posenc_alibi_positions_from_mask_i64([1i64].as_ptr(), 1, null_mut(), 1),
             POSENC_ERR_NULL_POINTER,
         );
         fails(
-            posenc_alibi_positions_from_mask_i32(m.as_ptr(), m.as_mut_ptr(), 3),
+            posenc_alibi_positions_from_mask_i32(m.as_ptr(), 3, m.as_mut_ptr(), 3),
             POSENC_ERR_OVERLAPPING_BUFFERS,
         );
         assert_eq!(m, before);
         assert_eq!(
-            posenc_alibi_positions_from_mask_u8(null(), null_mut(), 0),
+            posenc_alibi_positions_from_mask_u8(null(), 0, null_mut(), 0),
             POSENC_OK
         );
+
+        // `out_len` must equal `mask_len`: a shorter or longer output is refused whole.
+        let mut o = [9i32; 5];
+        let op = o.as_mut_ptr();
+        for (mask_len, out_len) in [(5, 4), (4, 5), (1, 0)] {
+            fails(
+                posenc_alibi_positions_from_mask_u8([1u8; 5].as_ptr(), mask_len, op, out_len),
+                POSENC_ERR_LENGTH_MISMATCH,
+            );
+            fails(
+                posenc_alibi_positions_from_mask_i32([1i32; 5].as_ptr(), mask_len, op, out_len),
+                POSENC_ERR_LENGTH_MISMATCH,
+            );
+            fails(
+                posenc_alibi_positions_from_mask_i64([1i64; 5].as_ptr(), mask_len, op, out_len),
+                POSENC_ERR_LENGTH_MISMATCH,
+            );
+        }
+        assert_eq!(o, [9; 5]);
     }
 }

@@ -187,7 +187,8 @@ fn accessors_tables_and_inv_freq_match_posenc() {
 
         let p = [3i32, -2, 70_000];
         let (mut cs, mut sn) = ([0f32; 12], [0f32; 12]);
-        let rc = posenc_rope_fill_cos_sin(&r, p.as_ptr(), 3, cs.as_mut_ptr(), sn.as_mut_ptr(), 12);
+        let rc =
+            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 3, cs.as_mut_ptr(), 12, sn.as_mut_ptr(), 12);
         assert_eq!(rc, POSENC_OK);
         let (mut wc, mut ws) = ([0f32; 12], [0f32; 12]);
         want.fill_cos_sin(&p, &mut wc, &mut ws).unwrap();
@@ -985,28 +986,53 @@ fn table_and_cos_sin_errors_leave_buffers_unchanged() {
     unsafe {
         let (mut c, mut s) = ([5f32; 4], [6f32; 4]);
         fails(
-            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), s.as_mut_ptr(), 3),
+            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), 3, s.as_mut_ptr(), 4),
             POSENC_ERR_LENGTH_MISMATCH,
             "cos",
         );
+        // Each table has its own length: a short (or long) `sin` is refused although `cos` is
+        // right, and neither table is written.
+        for sin_len in [3, 5, 0] {
+            fails(
+                posenc_rope_fill_cos_sin(
+                    &r,
+                    p.as_ptr(),
+                    2,
+                    c.as_mut_ptr(),
+                    4,
+                    s.as_mut_ptr(),
+                    sin_len,
+                ),
+                POSENC_ERR_LENGTH_MISMATCH,
+                "`sin`",
+            );
+        }
         fails(
-            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), c.as_mut_ptr(), 4),
+            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), 4, c.as_mut_ptr(), 4),
             POSENC_ERR_OVERLAPPING_BUFFERS,
             "`cos` overlaps `sin`",
         );
         fails(
-            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), null_mut(), 4),
+            posenc_rope_fill_cos_sin(&r, p.as_ptr(), 2, c.as_mut_ptr(), 4, null_mut(), 4),
             POSENC_ERR_NULL_POINTER,
             "sin",
         );
         fails(
-            posenc_rope_fill_cos_sin(&r, c.as_ptr().cast(), 2, c.as_mut_ptr(), s.as_mut_ptr(), 4),
+            posenc_rope_fill_cos_sin(
+                &r,
+                c.as_ptr().cast(),
+                2,
+                c.as_mut_ptr(),
+                4,
+                s.as_mut_ptr(),
+                4,
+            ),
             POSENC_ERR_OVERLAPPING_BUFFERS,
             "positions",
         );
         assert_eq!((c, s), ([5.0; 4], [6.0; 4]));
         assert_eq!(
-            posenc_rope_fill_cos_sin(&r, null(), 0, null_mut(), null_mut(), 0),
+            posenc_rope_fill_cos_sin(&r, null(), 0, null_mut(), 0, null_mut(), 0),
             POSENC_OK
         );
 

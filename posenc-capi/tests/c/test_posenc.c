@@ -5,12 +5,16 @@
  * Build and run: posenc-capi/run-c-tests.sh. The last line printed is "N passed, M failed";
  * the exit status is non-zero if anything failed.
  */
+/* dup, dup2, fileno, lseek: to watch what the library writes on stderr (POSIX). */
+#define _POSIX_C_SOURCE 200809L
+
 #include "posenc.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(sizeof(PosencRope) == 8 + 8 * POSENC_ROPE_STORAGE_WORDS, "PosencRope size is the ABI");
 
@@ -255,7 +259,7 @@ static void test_tables_and_frequencies(void) {
 
     const int32_t pos[3] = {0, 1, -1000};
     float c[6], s[6];
-    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, s, 6), POSENC_OK);
+    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, 6, s, 6), POSENC_OK);
     int bad = 0;
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 2; i++) {
@@ -263,6 +267,18 @@ static void test_tables_and_frequencies(void) {
             bad += fabs(c[t * 2 + i] - cos(th)) > 3e-7 || fabs(s[t * 2 + i] - sin(th)) > 3e-7;
         }
     CHECK(bad == 0, "fill_cos_sin: %d values off", bad);
+    /* Each table has its own length: a sin table declared one short is refused, and neither
+     * table is written (the 6th sin element included). */
+    float c2[6], s2[6];
+    memcpy(c2, c, sizeof c2);
+    memcpy(s2, s, sizeof s2);
+    for (int i = 0; i < 6; i++) c[i] = s[i] = -2.0f;
+    CHECK_CODE(posenc_rope_fill_cos_sin(&rope, pos, 3, c, 6, s, 5), POSENC_ERR_LENGTH_MISMATCH);
+    bad = 0;
+    for (int i = 0; i < 6; i++) bad += c[i] != -2.0f || s[i] != -2.0f;
+    CHECK(bad == 0, "failed fill_cos_sin wrote %d values", bad);
+    memcpy(c, c2, sizeof c2);
+    memcpy(s, s2, sizeof s2);
 
     /* Rotation with the caller's tables: pair 0 by +90 degrees, pair 1 by 0. */
     float x[4] = {1, 2, 3, 4};
@@ -507,17 +523,17 @@ static PosencPositions pos_range(int32_t start, size_t n) {
 static void test_alibi(void) {
     /* 8 heads (a power of two): slope k = 2^-(k+1), exactly. */
     float s[12];
-    CHECK_CODE(posenc_alibi_slopes(s, 8), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes(8, s, 8), POSENC_OK);
     int bad = 0;
     for (int k = 0; k < 8; k++) bad += s[k] != (float)ldexp(1.0, -(k + 1));
     CHECK(bad == 0, "alibi slopes(8): %d off", bad);
     /* 12 heads: c = 8, extra heads 2^(-4(2(k-8)+1)/8) = 2^-0.5, 2^-1.5, ... */
-    CHECK_CODE(posenc_alibi_slopes(s, 12), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes(12, s, 12), POSENC_OK);
     CHECK(s[0] == 0.5f && s[1] == 0.25f && s[2] == 0.125f && s[8] == (float)sqrt(0.5),
           "alibi slopes(12) = %.9g %.9g %.9g .. %.9g", s[0], s[1], s[2], s[8]);
     CHECK(fabs(s[9] - pow(2.0, -1.5)) < 1e-7 && fabs(s[11] - pow(2.0, -3.5)) < 1e-7,
           "alibi slopes(12) extra heads %.9g %.9g", s[9], s[11]);
-    CHECK_CODE(posenc_alibi_slopes_max_bias(s, 4, 4.0f), POSENC_OK);
+    CHECK_CODE(posenc_alibi_slopes_max_bias(4, 4.0f, s, 4), POSENC_OK);
     CHECK(s[0] == 0.5f && s[3] == 0.0625f, "max_bias 4: %.9g %.9g", s[0], s[3]);
 
     /* One head (slope 0.5), query at 1, keys 0, 1, 2. */
@@ -555,16 +571,24 @@ static void test_alibi(void) {
     /* BLOOM: positions from a left-padded mask, one query at 0. */
     const uint8_t mask[5] = {0, 0, 1, 1, 1};
     int32_t kp[5];
-    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, kp, 5), POSENC_OK);
+    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, 5, kp, 5), POSENC_OK);
     CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 0 && kp[3] == 1 && kp[4] == 2,
           "mask positions %d %d %d %d %d", kp[0], kp[1], kp[2], kp[3], kp[4]);
     const int64_t mask64[3] = {1, 0, 1};
-    CHECK_CODE(posenc_alibi_positions_from_mask_i64(mask64, kp, 3), POSENC_OK);
+    CHECK_CODE(posenc_alibi_positions_from_mask_i64(mask64, 3, kp, 3), POSENC_OK);
     CHECK(kp[0] == 0 && kp[1] == 0 && kp[2] == 1, "i64 mask positions");
 
     /* Errors, output unchanged. */
     float out[3] = {7, 7, 7};
-    CHECK_CODE(posenc_alibi_slopes(out, 0), POSENC_ERR_ZERO_HEADS);
+    CHECK_CODE(posenc_alibi_slopes(0, out, 0), POSENC_ERR_ZERO_HEADS);
+    /* 4 heads into a buffer declared 3 long: refused, nothing written (out[3] would be the
+     * first float past the buffer; out_len bounds the writes, not n_heads). */
+    CHECK_CODE(posenc_alibi_slopes(4, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_alibi_slopes_max_bias(4, 8.0f, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_alibi_slopes(2, out, 3), POSENC_ERR_LENGTH_MISMATCH);
+    int32_t kp3[3] = {-1, -1, -1};
+    CHECK_CODE(posenc_alibi_positions_from_mask_u8(mask, 5, kp3, 3), POSENC_ERR_LENGTH_MISMATCH);
+    CHECK(kp3[0] == -1 && kp3[1] == -1 && kp3[2] == -1, "failed mask call changed out");
     CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3), 5, out, 3),
                POSENC_ERR_INVALID_ENUM);
     CHECK_CODE(posenc_alibi_bias_f32(half, 1, pos_list(q1, 1), pos_range(0, 3),
@@ -574,6 +598,73 @@ static void test_alibi(void) {
                                      POSENC_ALIBI_CAUSAL, out, 3),
                POSENC_ERR_NULL_POINTER);
     CHECK(out[0] == 7 && out[1] == 7 && out[2] == 7, "failed alibi call changed out");
+}
+
+/* ------------------------------------------------------------ stderr capture */
+
+static FILE *capture_file;
+static int saved_stderr = -1;
+
+/* Points fd 2 at a temporary file; returns 0 if that is not possible. */
+static int begin_capture(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    if (capture_file == NULL) return 0;
+    saved_stderr = dup(2);
+    if (saved_stderr < 0 || dup2(fileno(capture_file), 2) < 0) return 0;
+    return 1;
+}
+
+/* Restores fd 2; returns how many bytes were written to it meanwhile, the first of them in
+ * buf (NUL-terminated). */
+static long end_capture(char *buf, size_t cap) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    long n = (long)lseek(fileno(capture_file), 0, SEEK_END);
+    rewind(capture_file);
+    size_t got = fread(buf, 1, cap - 1, capture_file);
+    buf[got] = 0;
+    fclose(capture_file);
+    return n;
+}
+
+/* A corrupted PosencRope (its stored rotary_dim overwritten by a stray write, the magic
+ * intact) makes the library fail an internal bounds check: the call returns
+ * POSENC_ERR_PANIC with a detail, writes nothing, and prints nothing on the host's stderr. */
+static void test_corrupted_rope_is_silent(void) {
+    PosencRopeConfig cfg = config(200, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.rotary_dim = 130; /* the only stored word equal to 130 (head_dim 200, offset 0, ...) */
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    int hits = 0;
+    for (size_t i = 0; i < POSENC_ROPE_STORAGE_WORDS; i++)
+        if (rope.storage[i] == 130) {
+            rope.storage[i] = UINT64_MAX;
+            hits++;
+        }
+    CHECK(hits == 1, "rotary_dim in %d words of PosencRope (posenc's layout changed?)", hits);
+    if (hits != 1) return;
+
+    char seen[512];
+    /* Control: the capture sees what is written to fd 2. */
+    CHECK(begin_capture(), "cannot redirect stderr");
+    CHECK(write(2, "x\n", 2) == 2, "write to fd 2");
+    long n = end_capture(seen, sizeof seen);
+    CHECK(n == 2 && strcmp(seen, "x\n") == 0, "capture control: %ld bytes '%s'", n, seen);
+
+    float w[65];
+    for (int i = 0; i < 65; i++) w[i] = 7.0f;
+    CHECK(begin_capture(), "cannot redirect stderr");
+    int rc = posenc_rope_inv_freq(&rope, w, 65);
+    n = end_capture(seen, sizeof seen);
+    CHECK_CODE(rc, POSENC_ERR_PANIC);
+    CHECK(n == 0, "the library printed %ld bytes on stderr: %s", n, seen);
+    CHECK(strstr(posenc_last_error_detail(), "panic in posenc") != NULL, "detail '%s'",
+          posenc_last_error_detail());
+    int changed = 0;
+    for (int i = 0; i < 65; i++) changed += w[i] != 7.0f;
+    CHECK(changed == 0, "failed call changed %d values", changed);
 }
 
 static void test_library_info(void) {
@@ -593,6 +684,7 @@ int main(void) {
     test_errors();
     test_sinusoidal();
     test_alibi();
+    test_corrupted_rope_is_silent();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
