@@ -692,7 +692,7 @@ where
         head_dim as usize
     };
     const DIMS: &str = "rope.dimension_count";
-    if n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim || n_rot > crate::MAX_ROTARY_DIM {
+    if n_rot == 0 || !n_rot.is_multiple_of(2) || n_rot > head_dim || n_rot > crate::MAX_ROTARY_DIM {
         return Err(GgufError::new(DIMS, GgufErrorKind::OutOfRange));
     }
     let pairs = n_rot / 2;
