@@ -10,7 +10,7 @@ use half::{bf16, f16};
 ///
 /// ```
 /// use posenc::{Dtype, Element};
-/// assert_eq!(<half::bf16 as Element>::DTYPE, Dtype::Bf16);
+/// assert_eq!(<posenc::bf16 as Element>::DTYPE, Dtype::Bf16);
 /// assert_eq!(Dtype::F16.size_bytes(), 2);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,9 +64,9 @@ pub(crate) mod sealed {
 ///
 /// ```
 /// use posenc::Element;
-/// let x = <half::f16 as Element>::from_f32(1.0 / 3.0);
-/// assert_eq!(x, half::f16::from_f32(1.0 / 3.0)); // the same rounding as `half`
-/// assert_eq!(x.to_f32(), half::f16::from_f32(1.0 / 3.0).to_f32());
+/// let x = <posenc::f16 as Element>::from_f32(1.0 / 3.0);
+/// assert_eq!(x, posenc::f16::from_f32(1.0 / 3.0)); // the same rounding as `half`
+/// assert_eq!(x.to_f32(), posenc::f16::from_f32(1.0 / 3.0).to_f32());
 /// ```
 pub trait Element:
     sealed::Sealed + Copy + Default + PartialEq + core::fmt::Debug + Send + Sync + 'static

@@ -30,12 +30,15 @@
 //! | HF's own rounding, for bit-parity with HF | [`Rope::with_rounding`], [`Rounding`] |
 //! | sinusoidal tables | [`Sinusoidal`] (`new`, `fairseq`, `timestep`) |
 //! | model settings | [`presets`] |
+//! | from a checkpoint (`config.json`, GGUF) | [`load`] |
 //!
 //! ## Features
 //! | feature | default | effect |
 //! |---|---|---|
 //! | `std` | yes | run-time CPU detection (`is_x86_feature_detected!`), cached once per process; results never depend on it |
 //! | `rayon` | no | `par_*` variants of the RoPE and sinusoidal entry points that split by tokens (by heads for one token), no allocation in the hot path |
+//! | `serde` | no | [`load::ropes_from_hf_config`]: the `Rope`s of a HuggingFace `config.json` (implies `std`; `serde_json`) |
+//! | `gguf` | no | [`load::GgufHeader`]: a GGUF file's metadata for [`load::rope_from_gguf`] (implies `std`); the lookup route itself is always there, no_std |
 //!
 //! Without `std` the crate is `#![no_std]` (math from `libm`), selects its SIMD tier from the
 //! compile-time target features, and builds for bare-metal targets such as
@@ -86,6 +89,12 @@
 //! * Bad input gets a typed [`Error`] before anything is written: a call that fails leaves every
 //!   buffer untouched, and no input makes a public function panic.
 //!
+//! ## From a checkpoint
+//! [`load`] builds the `Rope` of a published model from its HuggingFace `config.json`
+//! ([`load::ropes_from_hf_config`], HF's semantics, per layer type where they differ) or from
+//! its GGUF metadata ([`load::rope_from_gguf`], llama.cpp's keys and semantics, no_std); its
+//! docs list where the two readings of one model differ.
+//!
 //! ## Presets
 //! [`presets`] holds the RoPE settings of published models as constants; each builds its
 //! [`Rope`] with [`presets::Preset::rope`]. The module's table cites where every value was
@@ -127,6 +136,7 @@ mod companions;
 mod element;
 mod engine;
 mod error;
+
 #[cfg(feature = "rayon")]
 mod parallel;
 mod rope;
@@ -147,8 +157,8 @@ pub use companions::permute::{
     permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
     permute_weight_to_rotate_half_in_place,
 };
-pub use companions::presets;
 pub use companions::t5::{T5Buckets, t5_bucket};
+pub use companions::{load, presets};
 pub use element::{Dtype, Element};
 pub use engine::ceiling::memory_ceiling_pass;
 pub use error::Error;

@@ -436,7 +436,7 @@ impl Rope {
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
     /// let rope = Rope::new(&RopeConfig::new(8, 10_000.0, Layout::Interleaved)).unwrap();
-    /// let mut k = vec![half::bf16::from_f32(0.5); 2 * 3 * 8]; // 2 tokens, 3 heads
+    /// let mut k = vec![posenc::bf16::from_f32(0.5); 2 * 3 * 8]; // 2 tokens, 3 heads
     /// rope.apply(&mut k, 3, &[7, 8]).unwrap();
     /// assert!(rope.apply(&mut k, 3, &[7]).is_err()); // positions must match tokens
     /// ```

@@ -286,7 +286,7 @@ fn check_slopes(slopes: &[f32]) -> Result<(), Error> {
 /// let mut slopes = [0f32; 8];
 /// alibi_slopes(8, &mut slopes).unwrap();
 /// // Decode step: the query at position 4 against the 5 cached keys 0..=4, in bf16.
-/// let mut bias = vec![half::bf16::ZERO; 8 * 1 * 5];
+/// let mut bias = vec![posenc::bf16::ZERO; 8 * 1 * 5];
 /// let (q, k) = (Positions::range(4, 1), Positions::range(0, 5));
 /// alibi_bias(&slopes, q, k, AlibiMode::Causal, &mut bias).unwrap();
 /// assert_eq!(bias[0].to_f32(), -2.0); // head 0 (slope 1/2), key 0: 0.5 · (0 − 4)

@@ -172,14 +172,17 @@ impl<'a, S: Simd> Source<'a, S> {
     #[inline(always)]
     pub(crate) fn cos_sin(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
         let (l, h) = (S::LANES, S::LANES / 2);
+        // The angles of the block as two f64 halves; one `sin_cos` below serves every source
+        // (each inlined copy of it is code and, in debug builds, stack).
         // (No closures here: a closure does not inherit the entry function's target
         // features, so the intrinsics it calls would not inline.)
-        match self.kind {
+        let (lo, hi) = match self.kind {
             Kind::Exact { w, pos } => {
                 let p = s.dsplat(pos[t] as f64);
-                let lo = s.dmul(p, s.load_widen(&w[j..]));
-                let hi = s.dmul(p, s.load_widen(&w[j + h..]));
-                self.scaled(s, lo, hi)
+                (
+                    s.dmul(p, s.load_widen(&w[j..])),
+                    s.dmul(p, s.load_widen(&w[j + h..])),
+                )
             }
             Kind::F32 { w, pos } => {
                 // HF: the f32 product f32(p)·ω, then sin/cos of that angle.
@@ -188,7 +191,7 @@ impl<'a, S: Simd> Source<'a, S> {
                 for (i, a) in a[..l].iter_mut().enumerate() {
                     *a = (p * w[j + i]) as f64;
                 }
-                self.scaled(s, s.load_d(&a[..h]), s.load_d(&a[h..l]))
+                (s.load_d(&a[..h]), s.load_d(&a[h..l]))
             }
             Kind::Axes {
                 w,
@@ -202,26 +205,22 @@ impl<'a, S: Simd> Source<'a, S> {
                 for (i, p) in pp[..n].iter_mut().enumerate() {
                     *p = row[axis[j + i] as usize];
                 }
-                let lo = s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..]));
-                let hi = s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..]));
-                self.scaled(s, lo, hi)
+                (
+                    s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..])),
+                    s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..])),
+                )
             }
             Kind::Table { cos, sin } => {
                 let at = t * self.half + j;
                 let n = l.min(self.half - j);
-                if n == l {
+                return if n == l {
                     (s.load(&cos[at..]), s.load(&sin[at..]))
                 } else {
                     let (c, sn) = (pad(&cos[at..at + n]), pad(&sin[at..at + n]));
                     (s.load(&c[..]), s.load(&sn[..]))
-                }
+                };
             }
-        }
-    }
-
-    /// cos and sin of the angles `lo`, `hi` (two halves of a block), scaled.
-    #[inline(always)]
-    fn scaled(&self, s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
+        };
         let (sn, c) = sin_cos(s, lo, hi);
         (s.mul(c, self.cs), s.mul(sn, self.ss))
     }

@@ -186,10 +186,7 @@ impl<S: Simd> Run<'_, S> {
     ) {
         let items = self.tokens * self.chunks;
         let mut tabs = [Tab::new(), Tab::new()];
-        let mut first = self.pending(0, &mut tabs[0]);
-        while first.done < first.blocks {
-            self.advance::<T, IL>(&mut first);
-        }
+        self.complete::<T, IL>(&mut self.pending(0, &mut tabs[0]));
         let single = self.tokens == 1;
         for i in 0..items {
             let (a, b) = tabs.split_at_mut(1);
@@ -208,60 +205,36 @@ impl<S: Simd> Run<'_, S> {
                     // in `target.x`; `base` is head 0 of token `t`, one of those windows' start.
                     let base = unsafe { x.add(span.offset + t * span.token_stride) };
                     let mut h = 0;
-                    if single {
-                        while h + 4 <= nh {
-                            // SAFETY (this and the calls below): heads `h .. h + H ≤ n_heads`
-                            // of token `t` are windows proven in bounds, and `rotate` stays
-                            // inside pairs `j0 .. j0 + n ≤ half` of each; `cur` holds the
-                            // item's table.
-                            unsafe {
-                                self.rotate::<T, IL, ONCE, WHOLE, 4>(
-                                    base.wrapping_add(h * hs),
-                                    hs,
-                                    j0,
-                                    n,
-                                    cur,
-                                )
-                            };
-                            self.advance::<T, IL>(&mut next);
-                            h += 4;
-                        }
-                    }
-                    if !IL || single {
-                        while h + 2 <= nh {
-                            // SAFETY: as above.
-                            unsafe {
-                                self.rotate::<T, IL, ONCE, WHOLE, 2>(
-                                    base.wrapping_add(h * hs),
-                                    hs,
-                                    j0,
-                                    n,
-                                    cur,
-                                )
-                            };
-                            self.advance::<T, IL>(&mut next);
-                            h += 2;
-                        }
-                    }
                     while h < nh {
-                        // SAFETY: as above.
-                        unsafe {
-                            self.rotate::<T, IL, ONCE, WHOLE, 1>(
-                                base.wrapping_add(h * hs),
-                                hs,
-                                j0,
-                                n,
-                                cur,
-                            )
+                        let p = base.wrapping_add(h * hs);
+                        // SAFETY (the three calls): heads `h .. h + H ≤ n_heads` of token `t`
+                        // are windows proven in bounds, and `rotate` stays inside pairs
+                        // `j0 .. j0 + n ≤ half` of each; `cur` holds the item's table.
+                        h += if single && h + 4 <= nh {
+                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 4>(p, hs, j0, n, cur) };
+                            4
+                        } else if (!IL || single) && h + 2 <= nh {
+                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 2>(p, hs, j0, n, cur) };
+                            2
+                        } else {
+                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 1>(p, hs, j0, n, cur) };
+                            1
                         };
+                        // One block of the next table per pass (one call site: every inlined
+                        // copy of the angle code is code size, and stack in debug builds).
                         self.advance::<T, IL>(&mut next);
-                        h += 1;
                     }
                 }
             }
-            while next.done < next.blocks {
-                self.advance::<T, IL>(&mut next);
-            }
+            self.complete::<T, IL>(&mut next);
+        }
+    }
+
+    /// Computes what is left of `next`.
+    #[inline(always)]
+    fn complete<T: Element, const IL: bool>(&self, next: &mut Pending<'_>) {
+        while next.done < next.blocks {
+            self.advance::<T, IL>(next);
         }
     }
 

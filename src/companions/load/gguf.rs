@@ -1,0 +1,905 @@
+//! GGUF metadata → [`Rope`] with llama.cpp's keys, layouts and semantics (no_std, no alloc).
+
+use crate::axes::Axes;
+use crate::error::Error;
+use crate::rope::{Rope, RopeConfig};
+use crate::scaling::Scaling;
+use crate::types::Layout;
+use core::fmt;
+
+/// One GGUF metadata value, as a caller's lookup returns it.
+///
+/// Scalars carry their value; strings and arrays borrow from wherever the caller keeps the
+/// metadata (a parsed header, a memory-mapped file, its own structures).
+///
+/// ```
+/// use posenc::load::GgufValue;
+/// let v = GgufValue::F32(500_000.0);
+/// assert_eq!(v, GgufValue::F32(500_000.0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GgufValue<'a> {
+    /// GGUF type 0.
+    U8(u8),
+    /// GGUF type 1.
+    I8(i8),
+    /// GGUF type 2.
+    U16(u16),
+    /// GGUF type 3.
+    I16(i16),
+    /// GGUF type 4.
+    U32(u32),
+    /// GGUF type 5.
+    I32(i32),
+    /// GGUF type 6.
+    F32(f32),
+    /// GGUF type 7.
+    Bool(bool),
+    /// GGUF type 8 (UTF-8).
+    Str(&'a str),
+    /// GGUF type 9.
+    Array(GgufArray<'a>),
+    /// GGUF type 10.
+    U64(u64),
+    /// GGUF type 11.
+    I64(i64),
+    /// GGUF type 12.
+    F64(f64),
+}
+
+/// The element type of a GGUF array (GGUF's `gguf_type` codes 0–12).
+///
+/// ```
+/// assert_eq!(posenc::load::GgufType::from_code(5), Some(posenc::load::GgufType::I32));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgufType {
+    /// `uint8` (0).
+    U8,
+    /// `int8` (1).
+    I8,
+    /// `uint16` (2).
+    U16,
+    /// `int16` (3).
+    I16,
+    /// `uint32` (4).
+    U32,
+    /// `int32` (5).
+    I32,
+    /// `float32` (6).
+    F32,
+    /// `bool` (7).
+    Bool,
+    /// `string` (8).
+    Str,
+    /// `array` (9).
+    Array,
+    /// `uint64` (10).
+    U64,
+    /// `int64` (11).
+    I64,
+    /// `float64` (12).
+    F64,
+}
+
+impl GgufType {
+    /// The type of a GGUF type code, `None` for codes outside 0–12.
+    ///
+    /// ```
+    /// use posenc::load::GgufType;
+    /// assert_eq!(GgufType::from_code(12), Some(GgufType::F64));
+    /// assert_eq!(GgufType::from_code(13), None);
+    /// ```
+    pub fn from_code(code: u32) -> Option<GgufType> {
+        Some(match code {
+            0 => GgufType::U8,
+            1 => GgufType::I8,
+            2 => GgufType::U16,
+            3 => GgufType::I16,
+            4 => GgufType::U32,
+            5 => GgufType::I32,
+            6 => GgufType::F32,
+            7 => GgufType::Bool,
+            8 => GgufType::Str,
+            9 => GgufType::Array,
+            10 => GgufType::U64,
+            11 => GgufType::I64,
+            12 => GgufType::F64,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per element for fixed-size types; `None` for strings and arrays.
+    ///
+    /// ```
+    /// assert_eq!(posenc::load::GgufType::U64.fixed_size(), Some(8));
+    /// assert_eq!(posenc::load::GgufType::Str.fixed_size(), None);
+    /// ```
+    pub fn fixed_size(self) -> Option<usize> {
+        Some(match self {
+            GgufType::U8 | GgufType::I8 | GgufType::Bool => 1,
+            GgufType::U16 | GgufType::I16 => 2,
+            GgufType::U32 | GgufType::I32 | GgufType::F32 => 4,
+            GgufType::U64 | GgufType::I64 | GgufType::F64 => 8,
+            GgufType::Str | GgufType::Array => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ArrayRepr<'a> {
+    /// Elements of a fixed-size type, little-endian, back to back (as in a GGUF file).
+    Le {
+        elem: GgufType,
+        len: usize,
+        bytes: &'a [u8],
+    },
+    I32(&'a [i32]),
+    U32(&'a [u32]),
+    F32(&'a [f32]),
+    /// Strings or nested arrays, as their encoded bytes (not decoded element by element).
+    #[cfg_attr(not(feature = "gguf"), allow(dead_code))]
+    Opaque {
+        elem: GgufType,
+        len: usize,
+        bytes: &'a [u8],
+    },
+}
+
+/// A GGUF array value: either little-endian bytes of fixed-size elements (as a file holds
+/// them) or a typed slice the caller already has. Arrays of strings or arrays are not read by
+/// the RoPE keys; [`GgufArray::get`] returns `None` for them.
+///
+/// ```
+/// use posenc::load::{GgufArray, GgufValue};
+/// let sections = GgufArray::from_i32(&[16, 24, 24, 0]);
+/// assert_eq!(sections.len(), 4);
+/// assert_eq!(sections.get(1), Some(GgufValue::I32(24)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GgufArray<'a>(ArrayRepr<'a>);
+
+impl<'a> GgufArray<'a> {
+    /// An array of `len` elements of the fixed-size type `elem`, stored little-endian in
+    /// `bytes`. `None` if `elem` is a string or array type, or `bytes` is not exactly
+    /// `len` elements long.
+    ///
+    /// ```
+    /// use posenc::load::{GgufArray, GgufType, GgufValue};
+    /// let a = GgufArray::from_le_bytes(GgufType::U16, 2, &[1, 0, 2, 1]).unwrap();
+    /// assert_eq!(a.get(1), Some(GgufValue::U16(258)));
+    /// assert!(GgufArray::from_le_bytes(GgufType::U16, 3, &[1, 0]).is_none());
+    /// ```
+    pub fn from_le_bytes(elem: GgufType, len: usize, bytes: &'a [u8]) -> Option<GgufArray<'a>> {
+        let size = elem.fixed_size()?;
+        if len.checked_mul(size)? != bytes.len() {
+            return None;
+        }
+        Some(GgufArray(ArrayRepr::Le { elem, len, bytes }))
+    }
+
+    /// An array of strings or arrays, kept as its encoded bytes.
+    #[cfg(feature = "gguf")]
+    pub(crate) fn opaque(elem: GgufType, len: usize, bytes: &'a [u8]) -> GgufArray<'a> {
+        GgufArray(ArrayRepr::Opaque { elem, len, bytes })
+    }
+
+    /// An `int32` array from a slice.
+    ///
+    /// ```
+    /// assert_eq!(posenc::load::GgufArray::from_i32(&[1, 2]).len(), 2);
+    /// ```
+    pub fn from_i32(values: &'a [i32]) -> GgufArray<'a> {
+        GgufArray(ArrayRepr::I32(values))
+    }
+
+    /// A `uint32` array from a slice.
+    ///
+    /// ```
+    /// assert_eq!(posenc::load::GgufArray::from_u32(&[1, 2, 3]).len(), 3);
+    /// ```
+    pub fn from_u32(values: &'a [u32]) -> GgufArray<'a> {
+        GgufArray(ArrayRepr::U32(values))
+    }
+
+    /// A `float32` array from a slice.
+    ///
+    /// ```
+    /// assert!(posenc::load::GgufArray::from_f32(&[]).is_empty());
+    /// ```
+    pub fn from_f32(values: &'a [f32]) -> GgufArray<'a> {
+        GgufArray(ArrayRepr::F32(values))
+    }
+
+    /// The element type.
+    ///
+    /// ```
+    /// use posenc::load::{GgufArray, GgufType};
+    /// assert_eq!(GgufArray::from_f32(&[1.0]).elem_type(), GgufType::F32);
+    /// ```
+    pub fn elem_type(&self) -> GgufType {
+        match self.0 {
+            ArrayRepr::Le { elem, .. } | ArrayRepr::Opaque { elem, .. } => elem,
+            ArrayRepr::I32(_) => GgufType::I32,
+            ArrayRepr::U32(_) => GgufType::U32,
+            ArrayRepr::F32(_) => GgufType::F32,
+        }
+    }
+
+    /// Number of elements.
+    ///
+    /// ```
+    /// assert_eq!(posenc::load::GgufArray::from_u32(&[7]).len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        match self.0 {
+            ArrayRepr::Le { len, .. } | ArrayRepr::Opaque { len, .. } => len,
+            ArrayRepr::I32(v) => v.len(),
+            ArrayRepr::U32(v) => v.len(),
+            ArrayRepr::F32(v) => v.len(),
+        }
+    }
+
+    /// True for an empty array.
+    ///
+    /// ```
+    /// assert!(!posenc::load::GgufArray::from_i32(&[0]).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The little-endian encoded elements, as a GGUF file stores them (`None` for an array
+    /// built from a typed slice).
+    ///
+    /// ```
+    /// use posenc::load::{GgufArray, GgufType};
+    /// let a = GgufArray::from_le_bytes(GgufType::U8, 2, &[7, 9]).unwrap();
+    /// assert_eq!(a.as_le_bytes(), Some(&[7u8, 9][..]));
+    /// assert_eq!(GgufArray::from_i32(&[1]).as_le_bytes(), None);
+    /// ```
+    pub fn as_le_bytes(&self) -> Option<&'a [u8]> {
+        match self.0 {
+            ArrayRepr::Le { bytes, .. } | ArrayRepr::Opaque { bytes, .. } => Some(bytes),
+            _ => None,
+        }
+    }
+
+    /// Element `i` as a scalar value; `None` past the end.
+    ///
+    /// ```
+    /// use posenc::load::{GgufArray, GgufValue};
+    /// assert_eq!(GgufArray::from_f32(&[0.5]).get(0), Some(GgufValue::F32(0.5)));
+    /// assert_eq!(GgufArray::from_f32(&[0.5]).get(1), None);
+    /// ```
+    pub fn get(&self, i: usize) -> Option<GgufValue<'a>> {
+        match self.0 {
+            ArrayRepr::I32(v) => v.get(i).map(|&x| GgufValue::I32(x)),
+            ArrayRepr::U32(v) => v.get(i).map(|&x| GgufValue::U32(x)),
+            ArrayRepr::F32(v) => v.get(i).map(|&x| GgufValue::F32(x)),
+            ArrayRepr::Opaque { .. } => None,
+            ArrayRepr::Le { elem, len, bytes } => {
+                if i >= len {
+                    return None;
+                }
+                let size = elem.fixed_size()?;
+                let b = bytes.get(i * size..(i + 1) * size)?;
+                scalar_from_le(elem, b)
+            }
+        }
+    }
+}
+
+/// Decodes one fixed-size little-endian scalar (`b` has exactly its size).
+pub(crate) fn scalar_from_le(elem: GgufType, b: &[u8]) -> Option<GgufValue<'static>> {
+    let a2 = || -> Option<[u8; 2]> { b.try_into().ok() };
+    let a4 = || -> Option<[u8; 4]> { b.try_into().ok() };
+    let a8 = || -> Option<[u8; 8]> { b.try_into().ok() };
+    Some(match elem {
+        GgufType::U8 => GgufValue::U8(*b.first()?),
+        GgufType::I8 => GgufValue::I8(*b.first()? as i8),
+        GgufType::Bool => GgufValue::Bool(*b.first()? != 0),
+        GgufType::U16 => GgufValue::U16(u16::from_le_bytes(a2()?)),
+        GgufType::I16 => GgufValue::I16(i16::from_le_bytes(a2()?)),
+        GgufType::U32 => GgufValue::U32(u32::from_le_bytes(a4()?)),
+        GgufType::I32 => GgufValue::I32(i32::from_le_bytes(a4()?)),
+        GgufType::F32 => GgufValue::F32(f32::from_le_bytes(a4()?)),
+        GgufType::U64 => GgufValue::U64(u64::from_le_bytes(a8()?)),
+        GgufType::I64 => GgufValue::I64(i64::from_le_bytes(a8()?)),
+        GgufType::F64 => GgufValue::F64(f64::from_le_bytes(a8()?)),
+        GgufType::Str | GgufType::Array => return None,
+    })
+}
+
+impl GgufValue<'_> {
+    /// The value as a non-negative integer, if it is an integer of any width that fits `u64`.
+    fn as_u64(&self) -> Option<u64> {
+        match *self {
+            GgufValue::U8(v) => Some(v as u64),
+            GgufValue::U16(v) => Some(v as u64),
+            GgufValue::U32(v) => Some(v as u64),
+            GgufValue::U64(v) => Some(v),
+            GgufValue::I8(v) => u64::try_from(v).ok(),
+            GgufValue::I16(v) => u64::try_from(v).ok(),
+            GgufValue::I32(v) => u64::try_from(v).ok(),
+            GgufValue::I64(v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as f32 (`float32`, or `float64` rounded to f32).
+    fn as_f32(&self) -> Option<f32> {
+        match *self {
+            GgufValue::F32(v) => Some(v),
+            GgufValue::F64(v) => Some(v as f32),
+            _ => None,
+        }
+    }
+}
+
+/// What was wrong with a GGUF metadata value.
+///
+/// ```
+/// use posenc::load::GgufErrorKind;
+/// assert_ne!(GgufErrorKind::Missing, GgufErrorKind::WrongType);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgufErrorKind {
+    /// A required key is absent.
+    Missing,
+    /// The value has a type the key never has (e.g. a string where a count belongs).
+    WrongType,
+    /// The value is of the right type but out of range (zero dims, an odd rotary dim, a
+    /// negative factor, an integer that does not fit, ...).
+    OutOfRange,
+    /// The value names something llama.cpp does not know (an architecture, a scaling type).
+    Unknown,
+    /// The architecture does not use RoPE (llama.cpp's `LLAMA_ROPE_TYPE_NONE`).
+    NoRope,
+    /// Settings that posenc (or llama.cpp) cannot combine, e.g. M-RoPE with YaRN.
+    Unsupported,
+    /// The formatted key `{arch}.…` does not fit the internal buffer (architecture name
+    /// longer than 64 bytes).
+    KeyTooLong,
+}
+
+/// A GGUF metadata error: which key (without the `{arch}.` prefix for per-architecture keys,
+/// e.g. `"rope.scaling.type"`; `"rope_freqs"` for the caller's tensor) and what was wrong.
+///
+/// ```
+/// use posenc::load::{rope_from_gguf, GgufErrorKind, GgufValue};
+/// let err = rope_from_gguf(|_| None::<GgufValue<'static>>, None).unwrap_err();
+/// assert_eq!((err.key, err.kind), ("general.architecture", GgufErrorKind::Missing));
+/// println!("{err}");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GgufError {
+    /// The key (per-architecture keys without their `{arch}.` prefix).
+    pub key: &'static str,
+    /// What was wrong.
+    pub kind: GgufErrorKind,
+    /// The [`Rope`] construction error behind an `OutOfRange`, if that is where it came from.
+    pub rope: Option<Error>,
+}
+
+impl GgufError {
+    fn new(key: &'static str, kind: GgufErrorKind) -> GgufError {
+        GgufError {
+            key,
+            kind,
+            rope: None,
+        }
+    }
+}
+
+impl fmt::Display for GgufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            GgufErrorKind::Missing => "is missing",
+            GgufErrorKind::WrongType => "has the wrong type",
+            GgufErrorKind::OutOfRange => "is out of range",
+            GgufErrorKind::Unknown => "names something llama.cpp does not know",
+            GgufErrorKind::NoRope => "names an architecture without RoPE",
+            GgufErrorKind::Unsupported => "asks for a combination posenc cannot build",
+            GgufErrorKind::KeyTooLong => "is too long once prefixed with the architecture",
+        };
+        let prefix = if self.key.starts_with("general.") || self.key == "rope_freqs" {
+            ""
+        } else {
+            "{arch}."
+        };
+        write!(f, "GGUF key `{prefix}{}` {what}", self.key)?;
+        if let Some(e) = self.rope {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for GgufError {}
+
+/// How llama.cpp rotates an architecture (`llama_model_rope_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RopeKind {
+    Norm,
+    Neox,
+    MRope,
+    IMRope,
+    /// GLM-4: NORM, or M-RoPE when `rope.dimension_sections` is set.
+    NormOrMRope,
+    /// GLM-4 MoE, HunYuan VL: NEOX, or M-RoPE when sections are set.
+    NeoxOrMRope,
+    None,
+}
+
+/// llama.cpp's `llama_model_rope_type`, by GGUF architecture name (`LLM_ARCH_NAMES`).
+fn rope_kind(arch: &str) -> Option<RopeKind> {
+    Some(match arch {
+        "clip" | "gpt2" | "gptj" | "mpt" | "refact" | "bloom" | "mamba" | "mamba2" | "jamba"
+        | "jina-bert-v2" | "t5" | "t5encoder" | "jais" | "rwkv6" | "rwkv6qwen2" | "rwkv7"
+        | "arwkv7" | "wavtokenizer-dec" | "nemotron_h" | "nemotron_h_moe" | "kimi-linear" => {
+            RopeKind::None
+        }
+        "llama" | "llada" | "llama4" | "deci" | "baichuan" | "starcoder" | "internlm2"
+        | "minicpm" | "xverse" | "command-r" | "cohere2" | "cohere2moe" | "olmo" | "arctic"
+        | "deepseek" | "deepseek2" | "deepseek2-ocr" | "deepseek32" | "deepseek4" | "plm"
+        | "chatglm" | "granite" | "granitemoe" | "granitehybrid" | "chameleon" | "bailingmoe"
+        | "neo-bert" | "smollm3" | "arcee" | "ernie4_5" | "ernie4_5-moe" | "mistral3"
+        | "eagle3" | "mistral4" | "llama-embed" | "maincoder" | "glm-dsa" => RopeKind::Norm,
+        "falcon" | "falcon-h1" | "grok" | "dbrx" | "bert" | "jina-bert-v3" | "modern-bert"
+        | "nomic-bert" | "nomic-bert-moe" | "eurobert" | "stablelm" | "bitnet" | "qwen"
+        | "qwen2" | "dream" | "qwen2moe" | "qwen3" | "qwen3moe" | "llada-moe" | "rnd1"
+        | "olmo2" | "olmoe" | "phi2" | "phi3" | "phimoe" | "plamo" | "plamo2" | "plamo3"
+        | "gemma" | "gemma2" | "gemma3" | "gemma3n" | "gemma4" | "gemma4-assistant"
+        | "gemma-embedding" | "starcoder2" | "openelm" | "gptneox" | "codeshell" | "orion"
+        | "nemotron" | "exaone" | "exaone4" | "exaone-moe" | "minicpm3" | "bailingmoe2"
+        | "dots1" | "hunyuan-moe" | "jais2" | "gpt-oss" | "hunyuan-dense" | "hy_v3" | "lfm2"
+        | "lfm2moe" | "smallthinker" | "seed_oss" | "grovemoe" | "apertus" | "minimax-m2"
+        | "cogvlm" | "pangu-embedded" | "afmoe" | "laguna" | "qwen3next" | "mimo2" | "step35"
+        | "talkie" | "mellum" => RopeKind::Neox,
+        "qwen2vl" | "paddleocr" => RopeKind::MRope,
+        "qwen3vl" | "qwen3vlmoe" | "qwen35" | "qwen35moe" => RopeKind::IMRope,
+        "glm4" => RopeKind::NormOrMRope,
+        "glm4moe" | "hunyuan_vl" => RopeKind::NeoxOrMRope,
+        _ => return None,
+    })
+}
+
+/// Architectures whose RoPE rotates only a `rope.dimension_count`-wide part of a longer head
+/// (MLA's decoupled `q_pe`/`k_pe`): the returned [`Rope`] has `head_dim = rotary_dim`, as
+/// [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3).
+fn rope_part_only(arch: &str) -> bool {
+    matches!(
+        arch,
+        "deepseek2" | "deepseek2-ocr" | "deepseek32" | "minicpm3" | "glm-dsa" | "plm"
+    )
+}
+
+/// A key `{arch}.{suffix}` formatted into a fixed buffer.
+struct KeyBuf {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl KeyBuf {
+    fn new(arch: &str, suffix: &'static str) -> Result<KeyBuf, GgufError> {
+        let mut k = KeyBuf {
+            buf: [0; 128],
+            len: 0,
+        };
+        let total = arch.len() + 1 + suffix.len();
+        if arch.len() > 64 || total > k.buf.len() {
+            return Err(GgufError::new(suffix, GgufErrorKind::KeyTooLong));
+        }
+        k.buf[..arch.len()].copy_from_slice(arch.as_bytes());
+        k.buf[arch.len()] = b'.';
+        k.buf[arch.len() + 1..total].copy_from_slice(suffix.as_bytes());
+        k.len = total;
+        Ok(k)
+    }
+
+    fn as_str(&self) -> &str {
+        // Concatenation of two valid UTF-8 strings and an ASCII dot.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+struct Meta<'l, F> {
+    lookup: &'l F,
+    arch: &'l str,
+}
+
+impl<'a, F: Fn(&str) -> Option<GgufValue<'a>>> Meta<'_, F> {
+    fn get(&self, suffix: &'static str) -> Result<Option<GgufValue<'a>>, GgufError> {
+        let key = KeyBuf::new(self.arch, suffix)?;
+        Ok((self.lookup)(key.as_str()))
+    }
+
+    fn u32(&self, suffix: &'static str) -> Result<Option<u32>, GgufError> {
+        match self.get(suffix)? {
+            None => Ok(None),
+            Some(v) => {
+                let n = v
+                    .as_u64()
+                    .ok_or(GgufError::new(suffix, GgufErrorKind::WrongType))?;
+                u32::try_from(n)
+                    .map(Some)
+                    .map_err(|_| GgufError::new(suffix, GgufErrorKind::OutOfRange))
+            }
+        }
+    }
+
+    fn f32(&self, suffix: &'static str) -> Result<Option<f32>, GgufError> {
+        match self.get(suffix)? {
+            None => Ok(None),
+            Some(v) => {
+                let x = v
+                    .as_f32()
+                    .ok_or(GgufError::new(suffix, GgufErrorKind::WrongType))?;
+                if x.is_finite() {
+                    Ok(Some(x))
+                } else {
+                    Err(GgufError::new(suffix, GgufErrorKind::OutOfRange))
+                }
+            }
+        }
+    }
+}
+
+/// llama.cpp's `rope_yarn_ramp`: `1 − clamp((j − lo) / max(0.001, hi − lo), 0, 1)` in f32.
+fn yarn_ramp(lo: f32, hi: f32, j: usize) -> f32 {
+    let y = (j as f32 - lo) / (hi - lo).max(0.001);
+    1.0 - y.clamp(0.0, 1.0)
+}
+
+/// ggml's `ggml_rope_yarn_corr_dim`, in f32 as ggml computes it.
+fn yarn_corr_dim(n_dims: usize, n_ctx_orig: u32, n_rot: f32, base: f32) -> f32 {
+    n_dims as f32 * libm::logf(n_ctx_orig as f32 / (n_rot * 2.0 * core::f32::consts::PI))
+        / (2.0 * libm::logf(base))
+}
+
+/// llama.cpp's `get_mscale` (f32).
+fn get_mscale(scale: f32, mscale: f32) -> f32 {
+    if scale <= 1.0 {
+        1.0
+    } else {
+        0.1 * mscale * libm::logf(scale) + 1.0
+    }
+}
+
+fn rope_err(key: &'static str) -> impl Fn(Error) -> GgufError {
+    move |e| GgufError {
+        key,
+        kind: GgufErrorKind::OutOfRange,
+        rope: Some(e),
+    }
+}
+
+/// Builds the [`Rope`] llama.cpp would use for a GGUF model, from its metadata.
+///
+/// `lookup` returns the value of a metadata key (full key, e.g. `"llama.rope.freq_base"`), or
+/// `None` if the file does not have it. `rope_freqs` is the content of the model's frequency
+/// factor tensor if it has one (`rope_freqs.weight`, which llama.cpp's converter writes for
+/// Llama 3.1/3.2's llama3 scaling; or the one of `rope_factors_long.weight` /
+/// `rope_factors_short.weight` the runtime chose, for LongRoPE models such as Phi-3), as f32
+/// values, `rope.dimension_count / 2` of them. Neither allocates; the function is `no_std`.
+///
+/// Keys read (llama.cpp's names and defaults, `llama_model::load_hparams` and
+/// `llama_context`'s constructor):
+///
+/// | key | default | use |
+/// |---|---|---|
+/// | `general.architecture` | required | the `{arch}` prefix and the pairing ([`Layout`]) |
+/// | `{arch}.rope.dimension_count` | head dim | rotary dim |
+/// | `{arch}.attention.key_length` | `embedding_length / attention.head_count` | head dim |
+/// | `{arch}.rope.freq_base` | 10000 | base |
+/// | `{arch}.rope.scaling.type` | `"linear"` | `none`, `linear`, `yarn`, `longrope` |
+/// | `{arch}.rope.scaling.factor` (else `{arch}.rope.scale_linear`) | 0 (= 1) | `freq_scale = 1/factor` |
+/// | `{arch}.rope.scaling.original_context_length` | `{arch}.context_length` | YaRN `n_ctx_orig` |
+/// | `{arch}.rope.scaling.attn_factor` | 1 | multiplies the magnitude |
+/// | `{arch}.rope.scaling.yarn_ext_factor` | 1 for YaRN, else 0 | ramp weight |
+/// | `{arch}.rope.scaling.yarn_attn_factor` | 1 | magnitude when `ext_factor` is 0 |
+/// | `{arch}.rope.scaling.yarn_beta_fast` / `_slow` | 32 / 1 | correction dims |
+/// | `{arch}.rope.scaling.yarn_log_multiplier` | 0 | `0.1·mscale_all_dim` (divided by 0.1, as llama.cpp) |
+/// | `{arch}.rope.dimension_sections` | none | M-RoPE sections `[t, h, w, e]` |
+///
+/// Pairing follows `llama_model_rope_type`: NORM architectures (`llama`, `deepseek2`,
+/// `chatglm`, `glm4`, `command-r`, …) get [`Layout::Interleaved`]; NEOX ones (`qwen2`,
+/// `qwen3`, `phi3`, `gemma*`, `gptneox`, `olmo2`, `gpt-oss`, …) [`Layout::RotateHalf`];
+/// `qwen2vl` M-RoPE and `qwen3vl` interleaved M-RoPE ([`Axes`]) with rotate_half pairs.
+/// (llama.cpp's converter permutes Llama's Q/K weights to interleaved order, which is why a
+/// Llama GGUF pairs `(2i, 2i+1)` while the HF checkpoint pairs `(i, i + d/2)`.) For MLA
+/// architectures (`deepseek2`, …) the rope covers the `rope.dimension_count` channels of
+/// `q_pe`/`k_pe`, so `head_dim = rotary_dim`.
+///
+/// Frequencies and magnitude follow llama.cpp's semantics, formed per pair instead of per
+/// angle (posenc's angles are exact products `p·ω_j`):
+/// * `ω_j` is posenc's framework frequency `1/f32(b^(2j/d))` (ggml: the running f32 product of
+///   `powf(b, −2/d)`, a few ulp away), divided by `rope_freqs[j]` in f32;
+/// * `θ_interp = freq_scale·ω`, and with `ext_factor ≠ 0` the YaRN mix
+///   `θ_interp·(1 − r_j) + ω·r_j` with ggml's ramp `r_j = ext_factor·(1 − clamp((j − lo) /
+///   max(0.001, hi − lo), 0, 1))` and correction dims `lo = max(0, floor(c(β_fast)))`,
+///   `hi = min(d − 1, ceil(c(β_slow)))`, `c(n) = d·ln(n_ctx_orig/(2πn)) / (2 ln b)`, all f32;
+/// * magnitude: llama.cpp's `yarn_attn_factor` resolution (with `ext_factor ≠ 0`:
+///   `g(s, mscale)/g(s, mscale_all_dim)` or `g(s, 1)`, divided by `1 + 0.1 ln s`), times
+///   `rope.scaling.attn_factor`, times ggml's in-op `1 + 0.1 ln(1/freq_scale)`, in f32.
+///
+/// Differences from HF's reading of the same model are in the [module docs](crate::load).
+///
+/// ```
+/// use posenc::load::{rope_from_gguf, GgufValue};
+/// use posenc::Layout;
+/// // A Llama 3 8B GGUF: llama.cpp's "llama" architecture pairs interleaved channels.
+/// let meta = |key: &str| match key {
+///     "general.architecture" => Some(GgufValue::Str("llama")),
+///     "llama.rope.dimension_count" => Some(GgufValue::U32(128)),
+///     "llama.attention.head_count" => Some(GgufValue::U32(32)),
+///     "llama.embedding_length" => Some(GgufValue::U32(4096)),
+///     "llama.rope.freq_base" => Some(GgufValue::F32(500_000.0)),
+///     _ => None,
+/// };
+/// let rope = rope_from_gguf(meta, None).unwrap();
+/// assert_eq!((rope.head_dim(), rope.rotary_dim(), rope.layout()), (128, 128, Layout::Interleaved));
+/// assert_eq!(rope.inv_freq(), posenc::presets::LLAMA_3_8B.rope().unwrap().inv_freq());
+/// ```
+pub fn rope_from_gguf<'a, F>(lookup: F, rope_freqs: Option<&[f32]>) -> Result<Rope, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    const ARCH: &str = "general.architecture";
+    let arch = match lookup(ARCH) {
+        Some(GgufValue::Str(s)) => s,
+        Some(_) => return Err(GgufError::new(ARCH, GgufErrorKind::WrongType)),
+        None => return Err(GgufError::new(ARCH, GgufErrorKind::Missing)),
+    };
+    let kind = rope_kind(arch).ok_or(GgufError::new(ARCH, GgufErrorKind::Unknown))?;
+    if kind == RopeKind::None {
+        return Err(GgufError::new(ARCH, GgufErrorKind::NoRope));
+    }
+    let meta = Meta {
+        lookup: &lookup,
+        arch,
+    };
+
+    // Head and rotary dims.
+    let key_length = meta.u32("attention.key_length")?;
+    let head_dim = match key_length {
+        Some(k) => k,
+        None => {
+            let embd = meta.u32("embedding_length")?;
+            let heads = meta.u32("attention.head_count")?;
+            match (embd, heads) {
+                (Some(e), Some(h)) if h > 0 => e / h,
+                (Some(_), Some(_)) => {
+                    return Err(GgufError::new(
+                        "attention.head_count",
+                        GgufErrorKind::OutOfRange,
+                    ));
+                }
+                (None, _) => {
+                    return Err(GgufError::new("embedding_length", GgufErrorKind::Missing));
+                }
+                (_, None) => {
+                    return Err(GgufError::new(
+                        "attention.head_count",
+                        GgufErrorKind::Missing,
+                    ));
+                }
+            }
+        }
+    };
+    let n_rot = meta.u32("rope.dimension_count")?.unwrap_or(head_dim) as usize;
+    let head_dim = if rope_part_only(arch) {
+        n_rot
+    } else {
+        head_dim as usize
+    };
+    const DIMS: &str = "rope.dimension_count";
+    if n_rot == 0
+        || !n_rot.is_multiple_of(2)
+        || n_rot > head_dim
+        || n_rot > crate::scaling::MAX_ROTARY_DIM
+    {
+        return Err(GgufError::new(DIMS, GgufErrorKind::OutOfRange));
+    }
+    let pairs = n_rot / 2;
+
+    // Scaling settings.
+    let base = meta.f32("rope.freq_base")?.unwrap_or(10_000.0);
+    if base <= 0.0 {
+        return Err(GgufError::new("rope.freq_base", GgufErrorKind::OutOfRange));
+    }
+    const TYPE: &str = "rope.scaling.type";
+    #[derive(PartialEq)]
+    enum ScalingType {
+        None,
+        Linear,
+        Yarn,
+        /// LongRoPE: its factors come in through `rope_freqs`; nothing else changes.
+        LongRope,
+    }
+    let scaling_type = match meta.get(TYPE)? {
+        None => ScalingType::Linear,
+        Some(GgufValue::Str(s)) => match s {
+            "none" => ScalingType::None,
+            "linear" => ScalingType::Linear,
+            "yarn" => ScalingType::Yarn,
+            "longrope" => ScalingType::LongRope,
+            _ => return Err(GgufError::new(TYPE, GgufErrorKind::Unknown)),
+        },
+        Some(_) => return Err(GgufError::new(TYPE, GgufErrorKind::WrongType)),
+    };
+    let factor = match meta.f32("rope.scaling.factor")? {
+        Some(f) => f,
+        None => meta.f32("rope.scale_linear")?.unwrap_or(0.0),
+    };
+    if factor < 0.0 {
+        return Err(GgufError::new(
+            "rope.scaling.factor",
+            GgufErrorKind::OutOfRange,
+        ));
+    }
+    let mut freq_scale = if factor == 0.0 { 1.0 } else { 1.0 / factor };
+    if scaling_type == ScalingType::None {
+        freq_scale = 1.0;
+    }
+    let rope_attn_factor = meta.f32("rope.scaling.attn_factor")?.unwrap_or(1.0);
+    let ext_factor = match meta.f32("rope.scaling.yarn_ext_factor")? {
+        Some(e) if e >= 0.0 => e,
+        _ => {
+            if scaling_type == ScalingType::Yarn {
+                1.0
+            } else {
+                0.0
+            }
+        }
+    };
+    let yarn_attn_factor = match meta.f32("rope.scaling.yarn_attn_factor")? {
+        Some(a) if a >= 0.0 => a,
+        _ => 1.0,
+    };
+    let beta_fast = meta.f32("rope.scaling.yarn_beta_fast")?.unwrap_or(32.0);
+    let beta_slow = meta.f32("rope.scaling.yarn_beta_slow")?.unwrap_or(1.0);
+    let log_mul = meta
+        .f32("rope.scaling.yarn_log_multiplier")?
+        .map_or(0.0, |v| v / 0.1);
+    let n_ctx_orig = match meta.u32("rope.scaling.original_context_length")? {
+        Some(n) if n != 0 => n,
+        _ => meta.u32("context_length")?.unwrap_or(0),
+    };
+
+    // M-RoPE sections.
+    const SECTIONS: &str = "rope.dimension_sections";
+    let mut sections = [0usize; 4];
+    if let Some(v) = meta.get(SECTIONS)? {
+        let GgufValue::Array(a) = v else {
+            return Err(GgufError::new(SECTIONS, GgufErrorKind::WrongType));
+        };
+        if a.len() > 4 {
+            return Err(GgufError::new(SECTIONS, GgufErrorKind::OutOfRange));
+        }
+        for (i, s) in sections.iter_mut().enumerate().take(a.len()) {
+            let n = a
+                .get(i)
+                .and_then(|x| x.as_u64())
+                .ok_or(GgufError::new(SECTIONS, GgufErrorKind::WrongType))?;
+            *s = usize::try_from(n)
+                .ok()
+                .filter(|&n| n <= pairs)
+                .ok_or(GgufError::new(SECTIONS, GgufErrorKind::OutOfRange))?;
+        }
+    }
+    let use_mrope = sections[0] > 0 && sections[1] > 0;
+    let (layout, mrope) = match kind {
+        RopeKind::Norm => (Layout::Interleaved, None),
+        RopeKind::Neox => (Layout::RotateHalf, None),
+        RopeKind::MRope => (Layout::RotateHalf, Some(false)),
+        RopeKind::IMRope => (Layout::RotateHalf, Some(true)),
+        RopeKind::NormOrMRope if use_mrope => (Layout::RotateHalf, Some(false)),
+        RopeKind::NormOrMRope => (Layout::Interleaved, None),
+        RopeKind::NeoxOrMRope if use_mrope => (Layout::RotateHalf, Some(false)),
+        RopeKind::NeoxOrMRope | RopeKind::None => (Layout::RotateHalf, None),
+    };
+
+    const FREQS: &str = "rope_freqs";
+    if let Some(ff) = rope_freqs {
+        if ff.len() != pairs {
+            return Err(GgufError::new(FREQS, GgufErrorKind::OutOfRange));
+        }
+        if ff.iter().any(|&f| !(f.is_finite() && f > 0.0)) {
+            return Err(GgufError::new(FREQS, GgufErrorKind::OutOfRange));
+        }
+    }
+
+    // Magnitude: llama_context's resolution of `yarn_attn_factor`, then ggml's in-op factor.
+    let mut attn = yarn_attn_factor;
+    if ext_factor != 0.0 {
+        let s = 1.0 / freq_scale;
+        if log_mul != 0.0 {
+            let mscale_all_dims = log_mul;
+            let mscale = if arch == "deepseek2" && mscale_all_dims != 1.0 {
+                mscale_all_dims
+            } else {
+                1.0
+            };
+            attn = get_mscale(s, mscale) / get_mscale(s, mscale_all_dims);
+        } else {
+            attn = get_mscale(s, 1.0);
+        }
+        attn *= 1.0 / (1.0 + 0.1 * libm::logf(s));
+    }
+    attn *= rope_attn_factor;
+    let mut magnitude = attn;
+    if ext_factor != 0.0 {
+        magnitude *= 1.0 + 0.1 * libm::logf(1.0 / freq_scale);
+    }
+
+    if let Some(interleaved) = mrope {
+        if sections[3] != 0 {
+            return Err(GgufError::new(SECTIONS, GgufErrorKind::Unsupported));
+        }
+        if ext_factor != 0.0 || freq_scale != 1.0 || magnitude != 1.0 {
+            // posenc's M-RoPE takes its frequencies from a `Scaling`, which has no llama.cpp
+            // YaRN; no released M-RoPE GGUF sets these.
+            return Err(GgufError::new(TYPE, GgufErrorKind::Unsupported));
+        }
+        let s = [sections[0], sections[1], sections[2]];
+        let axes = if interleaved {
+            Axes::MRopeInterleaved { sections: s }
+        } else {
+            Axes::MRope { sections: s }
+        };
+        let scaling = match rope_freqs {
+            Some(ff) => Scaling::FreqFactors(ff),
+            None => Scaling::None,
+        };
+        let cfg = RopeConfig::new(head_dim, base, layout)
+            .rotary_dim(n_rot)
+            .scaling(scaling)
+            .axes(axes);
+        return Rope::new(&cfg).map_err(rope_err(SECTIONS));
+    }
+
+    // Frequencies: posenc's ω_j, then ggml's per-pair operations in f32.
+    let plain = Rope::new(&RopeConfig::new(n_rot, base, layout)).map_err(rope_err(DIMS))?;
+    let (lo, hi) = if ext_factor != 0.0 {
+        if n_ctx_orig == 0 {
+            return Err(GgufError::new(
+                "rope.scaling.original_context_length",
+                GgufErrorKind::Missing,
+            ));
+        }
+        if !(beta_fast > 0.0 && beta_slow > 0.0) {
+            return Err(GgufError::new(
+                "rope.scaling.yarn_beta_fast",
+                GgufErrorKind::OutOfRange,
+            ));
+        }
+        let start = libm::floorf(yarn_corr_dim(n_rot, n_ctx_orig, beta_fast, base));
+        let end = libm::ceilf(yarn_corr_dim(n_rot, n_ctx_orig, beta_slow, base));
+        (start.max(0.0), end.min((n_rot - 1) as f32))
+    } else {
+        (0.0, 0.0)
+    };
+    let mut inv_freq = [0.0f32; crate::scaling::MAX_ROTARY_DIM / 2];
+    for (j, (w, &omega)) in inv_freq.iter_mut().zip(plain.inv_freq()).enumerate() {
+        let extrap = match rope_freqs {
+            Some(ff) => omega / ff[j],
+            None => omega,
+        };
+        let interp = freq_scale * extrap;
+        *w = if ext_factor != 0.0 {
+            let mix = yarn_ramp(lo, hi, j) * ext_factor;
+            interp * (1.0 - mix) + extrap * mix
+        } else {
+            interp
+        };
+    }
+    let key = if ext_factor != 0.0 {
+        "rope.scaling.factor"
+    } else {
+        "rope.scaling.attn_factor"
+    };
+    Rope::from_inv_freq(head_dim, layout, &inv_freq[..pairs], magnitude).map_err(rope_err(key))
+}

@@ -1,0 +1,985 @@
+//! HuggingFace `config.json` → [`Rope`]s (feature `serde`).
+
+use super::alloc::borrow::ToOwned;
+use super::alloc::format;
+use super::alloc::string::{String, ToString};
+use super::alloc::vec::Vec;
+use crate::axes::Axes;
+use crate::error::Error;
+use crate::rope::{Rope, RopeConfig};
+use crate::scaling::{LongRope, Scaling, Yarn};
+use crate::types::Layout;
+use core::fmt;
+use serde_json::{Map, Value};
+
+/// Why a `config.json` could not be turned into [`Rope`]s.
+///
+/// ```
+/// use posenc::load::{ropes_from_hf_config, ConfigErrorKind};
+/// let err = ropes_from_hf_config(r#"{"head_dim": 128, "rope_scaling": {"rope_type": "linear", "factr": 2}}"#)
+///     .unwrap_err();
+/// assert_eq!((err.key.as_str(), err.kind), ("rope_scaling.factr", ConfigErrorKind::UnknownKey));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConfigErrorKind {
+    /// The text is not JSON, or its top level is not an object.
+    Json,
+    /// A required key is absent (or `null`).
+    Missing,
+    /// A value has the wrong JSON type (a string where a number belongs, …).
+    WrongType,
+    /// A key in the rope settings that the scheme does not have.
+    UnknownKey,
+    /// A value that names nothing known (a `rope_type`).
+    UnknownValue,
+    /// Two keys that say different things (`rope_type` vs `type`, `rope_theta` at the top
+    /// level and in `rope_parameters`, …).
+    Contradiction,
+    /// A number outside its domain (negative, zero where a count belongs, not an integer,
+    /// larger than the type holds).
+    OutOfRange,
+    /// [`Rope::new`] refused the settings read from this key.
+    Rope(Error),
+}
+
+/// A `config.json` error: the key (a dotted path such as `rope_scaling.factor`, or
+/// `rope_parameters.full_attention.rope_theta`), what kind of problem, and a sentence.
+///
+/// ```
+/// use posenc::load::{ropes_from_hf_config, ConfigErrorKind};
+/// let err = ropes_from_hf_config("{").unwrap_err();
+/// assert_eq!(err.kind, ConfigErrorKind::Json);
+/// println!("{err}");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The offending key, as a dotted path (empty for JSON syntax errors).
+    pub key: String,
+    /// The kind of problem.
+    pub kind: ConfigErrorKind,
+    /// A human-readable explanation.
+    pub detail: String,
+}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, kind: ConfigErrorKind, detail: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.into(),
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "config.json: {}", self.detail)
+        } else {
+            write!(f, "config.json key `{}`: {}", self.key, self.detail)
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// Choices HF makes at run time, which a runtime must make explicitly (see [`LongRope`] and
+/// [`Scaling::DynamicNtk`]). The default reproduces HF's `inv_freq` buffer as the model is
+/// loaded: LongRoPE's short factors and dynamic NTK at `max_position_embeddings` (unscaled).
+///
+/// ```
+/// let opts = posenc::load::HfOptions { use_long_factors: true, ..Default::default() };
+/// assert_eq!(opts.seq_len, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HfOptions {
+    /// LongRoPE: use `long_factor` (HF switches to it once `max(position) + 1` exceeds
+    /// `original_max_position_embeddings`).
+    pub use_long_factors: bool,
+    /// Dynamic NTK: the sequence length to compute the base for (default:
+    /// `max_position_embeddings`, i.e. unscaled).
+    pub seq_len: Option<u32>,
+}
+
+/// The [`Rope`]s of a model, keyed by attention layer type.
+///
+/// Most models have one rope, keyed `"default"`. Models whose layer types rotate differently
+/// have one per type, keyed as in the config: Gemma 3's `"sliding_attention"` (local,
+/// θ = `rope_local_base_freq`, unscaled) and `"full_attention"` (global, θ = `rope_theta`,
+/// `rope_scaling`), or whatever a transformers-5 `rope_parameters` dict names.
+///
+/// ```
+/// use posenc::load::ropes_from_hf_config;
+/// let ropes = ropes_from_hf_config(r#"{"model_type": "llama", "hidden_size": 4096,
+///     "num_attention_heads": 32, "rope_theta": 500000.0}"#).unwrap();
+/// assert_eq!(ropes.len(), 1);
+/// assert_eq!(ropes.single().unwrap().head_dim(), 128);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct HfRopes {
+    ropes: Vec<(String, Rope)>,
+    layer_types: Vec<String>,
+}
+
+impl HfRopes {
+    /// The rope of a layer type (`"default"` when the config has one for all layers).
+    ///
+    /// ```
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
+    /// assert!(ropes.get("default").is_some());
+    /// assert!(ropes.get("sliding_attention").is_none());
+    /// ```
+    pub fn get(&self, layer_type: &str) -> Option<&Rope> {
+        self.ropes
+            .iter()
+            .find(|(k, _)| k == layer_type)
+            .map(|(_, r)| r)
+    }
+
+    /// The rope, if the model has exactly one.
+    ///
+    /// ```
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
+    /// assert_eq!(ropes.single().unwrap().rotary_dim(), 64);
+    /// ```
+    pub fn single(&self) -> Option<&Rope> {
+        match self.ropes.as_slice() {
+            [(_, r)] => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The rope of layer `layer`: through the config's `layer_types` list (or, for Gemma 3,
+    /// its `sliding_window_pattern`), or the single rope.
+    ///
+    /// ```
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
+    /// assert_eq!(ropes.for_layer(7), ropes.single());
+    /// ```
+    pub fn for_layer(&self, layer: usize) -> Option<&Rope> {
+        if let Some(r) = self.single() {
+            return Some(r);
+        }
+        self.get(self.layer_types.get(layer)?)
+    }
+
+    /// `(layer type, rope)` pairs.
+    ///
+    /// ```
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
+    /// assert_eq!(ropes.iter().next().unwrap().0, "default");
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Rope)> {
+        self.ropes.iter().map(|(k, r)| (k.as_str(), r))
+    }
+
+    /// The number of distinct ropes.
+    ///
+    /// ```
+    /// assert_eq!(posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap().len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.ropes.len()
+    }
+
+    /// Always false for a successfully read config (it has at least one rope).
+    ///
+    /// ```
+    /// assert!(!posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.ropes.is_empty()
+    }
+
+    /// The config's layer types, one per layer (empty if it has none).
+    ///
+    /// ```
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64,
+    ///     "layer_types": ["sliding_attention", "full_attention"]}"#).unwrap();
+    /// assert_eq!(ropes.layer_types().len(), 2);
+    /// ```
+    pub fn layer_types(&self) -> &[String] {
+        &self.layer_types
+    }
+}
+
+/// Builds the [`Rope`]s of a model from its HuggingFace `config.json` text, with
+/// [`HfOptions::default`]. See [`ropes_from_hf_config_with`].
+///
+/// ```
+/// use posenc::load::ropes_from_hf_config;
+/// // Llama 3.1 8B's rope settings.
+/// let json = r#"{"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+///   "max_position_embeddings": 131072, "rope_theta": 500000.0,
+///   "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+///                    "original_max_position_embeddings": 8192, "rope_type": "llama3"}}"#;
+/// let rope = *ropes_from_hf_config(json).unwrap().single().unwrap();
+/// assert_eq!(rope, posenc::presets::LLAMA_3_1_8B.rope().unwrap());
+/// ```
+pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
+    ropes_from_hf_config_with(json, &HfOptions::default())
+}
+
+/// Builds the [`Rope`]s of a model from its HuggingFace `config.json` text.
+///
+/// Reads both forms:
+/// * **transformers 4**: `rope_theta`, `rope_scaling` (`rope_type`, or the legacy `type`;
+///   `"mrope"` counts as `"default"`), `partial_rotary_factor`, `head_dim` (else
+///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
+///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
+///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_dim`, `n_embd`,
+///   `n_head`, `n_positions` (GPT-J); Gemma 3's `rope_local_base_freq`;
+/// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
+///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
+///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
+///
+/// A multimodal config's `text_config` is read first, then its top level. Where a key is
+/// absent, the model's config class default applies (θ = 10000; Gemma 3: θ = 1e6, local
+/// θ = 1e4, `head_dim` 256; GPT-NeoX: `rotary_pct` 0.25).
+///
+/// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), GLM
+/// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`) and DeepSeek-V2/V3
+/// (`rope_interleave`, default true); [`Layout::RotateHalf`] (HF's `rotate_half`) for every
+/// other model. DeepSeek's rope covers `qk_rope_head_dim` channels, so its `Rope` has
+/// `head_dim = qk_rope_head_dim` (as [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
+///
+/// Strictness: every key inside `rope_scaling` / `rope_parameters` must belong to the
+/// declared scheme ([`ConfigErrorKind::UnknownKey`] names it); keys given twice with
+/// different values (`type` vs `rope_type`, `rope_theta` outside and inside
+/// `rope_parameters`, `rope_scaling` vs `rope_parameters`) are a
+/// [`ConfigErrorKind::Contradiction`]. Keys outside the rope settings are not checked (a
+/// config has many). No input panics: malformed JSON, wrong types, huge or fractional
+/// numbers are typed errors.
+///
+/// ```
+/// use posenc::load::{ropes_from_hf_config_with, HfOptions};
+/// // Gemma 3 in the transformers-5 form: one rope per layer type.
+/// let json = r#"{"model_type": "gemma3_text", "head_dim": 256, "rope_parameters": {
+///     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+///     "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}}}"#;
+/// let ropes = ropes_from_hf_config_with(json, &HfOptions::default()).unwrap();
+/// assert_eq!(ropes.get("full_attention").unwrap().inv_freq()[0], 0.125);
+/// assert_eq!(ropes.get("sliding_attention").unwrap().inv_freq()[0], 1.0);
+/// ```
+pub fn ropes_from_hf_config_with(json: &str, options: &HfOptions) -> Result<HfRopes, ConfigError> {
+    let root: Value = serde_json::from_str(json)
+        .map_err(|e| ConfigError::new("", ConfigErrorKind::Json, e.to_string()))?;
+    let root = root.as_object().ok_or_else(|| {
+        ConfigError::new("", ConfigErrorKind::Json, "the top level is not an object")
+    })?;
+    let text = match root.get("text_config") {
+        Some(Value::Object(t)) => Some(t),
+        None | Some(Value::Null) => None,
+        Some(_) => {
+            return Err(ConfigError::new(
+                "text_config",
+                ConfigErrorKind::WrongType,
+                "must be an object",
+            ));
+        }
+    };
+    let cfg = Cfg { text, root };
+    cfg.build(options)
+}
+
+/// The config: `text_config` first, then the top level.
+struct Cfg<'a> {
+    text: Option<&'a Map<String, Value>>,
+    root: &'a Map<String, Value>,
+}
+
+fn wrong(key: &str, what: &str) -> ConfigError {
+    ConfigError::new(key, ConfigErrorKind::WrongType, format!("must be {what}"))
+}
+
+fn num_f64(key: &str, v: &Value) -> Result<f64, ConfigError> {
+    v.as_f64().ok_or_else(|| wrong(key, "a number"))
+}
+
+/// A JSON number as a finite f32.
+fn num_f32(key: &str, v: &Value) -> Result<f32, ConfigError> {
+    let x = num_f64(key, v)?;
+    let y = x as f32;
+    if !x.is_finite() || !y.is_finite() {
+        return Err(ConfigError::new(
+            key,
+            ConfigErrorKind::OutOfRange,
+            format!("{x} is not a finite f32"),
+        ));
+    }
+    Ok(y)
+}
+
+/// A JSON number as a count (a non-negative integer, also written as `8192.0`).
+fn num_u64(key: &str, v: &Value) -> Result<u64, ConfigError> {
+    if let Some(n) = v.as_u64() {
+        return Ok(n);
+    }
+    let x = num_f64(key, v)?;
+    if x >= 0.0 && x.fract() == 0.0 && x < 1.8e19 {
+        Ok(x as u64)
+    } else {
+        Err(ConfigError::new(
+            key,
+            ConfigErrorKind::OutOfRange,
+            format!("{x} is not a non-negative integer"),
+        ))
+    }
+}
+
+fn num_u32(key: &str, v: &Value) -> Result<u32, ConfigError> {
+    let n = num_u64(key, v)?;
+    u32::try_from(n).map_err(|_| {
+        ConfigError::new(
+            key,
+            ConfigErrorKind::OutOfRange,
+            format!("{n} does not fit in u32"),
+        )
+    })
+}
+
+fn num_usize(key: &str, v: &Value) -> Result<usize, ConfigError> {
+    let n = num_u64(key, v)?;
+    usize::try_from(n).map_err(|_| {
+        ConfigError::new(
+            key,
+            ConfigErrorKind::OutOfRange,
+            format!("{n} is too large"),
+        )
+    })
+}
+
+fn rope_error(key: &str) -> impl Fn(Error) -> ConfigError + '_ {
+    move |e| ConfigError::new(key, ConfigErrorKind::Rope(e), e.to_string())
+}
+
+/// JSON equality with numbers compared as values (`8` and `8.0` are the same setting).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// One rope's settings dict (`rope_scaling`, `rope_parameters` or one of its per-layer dicts)
+/// with the dotted path used in errors.
+struct Dict<'a> {
+    path: String,
+    map: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Dict<'a> {
+    fn key(&self, k: &str) -> String {
+        format!("{}.{k}", self.path)
+    }
+
+    fn get(&self, k: &str) -> Option<&'a Value> {
+        self.map?.get(k).filter(|v| !v.is_null())
+    }
+}
+
+impl<'a> Cfg<'a> {
+    /// A non-null value: `text_config` first, then the top level; with its dotted path.
+    fn get(&self, key: &str) -> Option<(String, &'a Value)> {
+        if let Some(v) = self.text.and_then(|t| t.get(key)).filter(|v| !v.is_null()) {
+            return Some((format!("text_config.{key}"), v));
+        }
+        self.root
+            .get(key)
+            .filter(|v| !v.is_null())
+            .map(|v| (key.to_owned(), v))
+    }
+
+    fn f32(&self, key: &str) -> Result<Option<f32>, ConfigError> {
+        self.get(key).map(|(k, v)| num_f32(&k, v)).transpose()
+    }
+
+    fn u32(&self, key: &str) -> Result<Option<u32>, ConfigError> {
+        self.get(key).map(|(k, v)| num_u32(&k, v)).transpose()
+    }
+
+    fn usize(&self, key: &str) -> Result<Option<usize>, ConfigError> {
+        self.get(key).map(|(k, v)| num_usize(&k, v)).transpose()
+    }
+
+    fn model_type(&self) -> Result<&'a str, ConfigError> {
+        match self.get("model_type") {
+            None => Ok(""),
+            Some((k, v)) => v.as_str().ok_or_else(|| wrong(&k, "a string")),
+        }
+    }
+
+    fn build(&self, options: &HfOptions) -> Result<HfRopes, ConfigError> {
+        let model_type = self.model_type()?;
+        let gemma3 = matches!(model_type, "gemma3" | "gemma3_text");
+
+        // Geometry: head dim, and who rotates which pairs.
+        let deepseek = matches!(model_type, "deepseek_v2" | "deepseek_v3" | "kimi_k2");
+        let head_dim = if deepseek {
+            self.usize("qk_rope_head_dim")?.ok_or_else(|| {
+                ConfigError::new(
+                    "qk_rope_head_dim",
+                    ConfigErrorKind::Missing,
+                    "DeepSeek's rope dim is required",
+                )
+            })?
+        } else {
+            self.head_dim(model_type)?
+        };
+        let layout = match model_type {
+            "gptj" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" => Layout::Interleaved,
+            _ if deepseek => match self.get("rope_interleave") {
+                None => Layout::Interleaved,
+                Some((k, v)) => match v.as_bool() {
+                    Some(true) => Layout::Interleaved,
+                    Some(false) => Layout::RotateHalf,
+                    None => return Err(wrong(&k, "a boolean")),
+                },
+            },
+            _ => Layout::RotateHalf,
+        };
+
+        // Where the rope settings are, and which layer types they cover.
+        let scaling_v4 = self.get("rope_scaling");
+        let params_v5 = self.get("rope_parameters");
+        let mut dicts: Vec<(String, Dict<'a>, Option<f32>)> = Vec::new(); // (layer type, dict, theta override)
+        let as_obj = |k: &str, v: &'a Value| -> Result<&'a Map<String, Value>, ConfigError> {
+            v.as_object().ok_or_else(|| wrong(k, "an object"))
+        };
+        match (&params_v5, &scaling_v4) {
+            (Some((pk, pv)), sv) => {
+                let pmap = as_obj(pk, pv)?;
+                let per_layer = !pmap.is_empty() && pmap.values().all(Value::is_object);
+                if let Some((sk, sv)) = sv {
+                    let smap = as_obj(sk, sv)?;
+                    if per_layer && !smap.is_empty() {
+                        return Err(ConfigError::new(
+                            sk.clone(),
+                            ConfigErrorKind::Contradiction,
+                            format!("given beside a per-layer-type `{pk}`"),
+                        ));
+                    }
+                    for (k, v) in smap {
+                        if let Some(p) = pmap.get(k)
+                            && !same(p, v)
+                        {
+                            return Err(ConfigError::new(
+                                format!("{sk}.{k}"),
+                                ConfigErrorKind::Contradiction,
+                                format!("differs from `{pk}.{k}`"),
+                            ));
+                        }
+                    }
+                }
+                if per_layer {
+                    for (layer_type, v) in pmap {
+                        let path = format!("{pk}.{layer_type}");
+                        let map = as_obj(&path, v)?;
+                        dicts.push((
+                            layer_type.clone(),
+                            Dict {
+                                path,
+                                map: Some(map),
+                            },
+                            None,
+                        ));
+                    }
+                } else {
+                    dicts.push((
+                        "default".to_owned(),
+                        Dict {
+                            path: pk.clone(),
+                            map: Some(pmap),
+                        },
+                        None,
+                    ));
+                }
+            }
+            (None, Some((sk, sv))) => {
+                let smap = as_obj(sk, sv)?;
+                dicts.push((
+                    "default".to_owned(),
+                    Dict {
+                        path: sk.clone(),
+                        map: Some(smap),
+                    },
+                    None,
+                ));
+            }
+            (None, None) => {
+                dicts.push((
+                    "default".to_owned(),
+                    Dict {
+                        path: "rope_scaling".to_owned(),
+                        map: None,
+                    },
+                    None,
+                ));
+            }
+        }
+        // Gemma 3 in the transformers-4 form: `rope_scaling` and `rope_theta` are the global
+        // layers'; the local (sliding) layers use `rope_local_base_freq`, unscaled.
+        if gemma3 && dicts.len() == 1 && dicts[0].0 == "default" && params_v5.is_none() {
+            let local = self.f32("rope_local_base_freq")?.unwrap_or(10_000.0);
+            dicts[0].0 = "full_attention".to_owned();
+            dicts.insert(
+                0,
+                (
+                    "sliding_attention".to_owned(),
+                    Dict {
+                        path: "rope_local_base_freq".to_owned(),
+                        map: None,
+                    },
+                    Some(local),
+                ),
+            );
+        }
+
+        let mut ropes = Vec::with_capacity(dicts.len());
+        for (layer_type, dict, theta) in &dicts {
+            let rope = self.rope(model_type, head_dim, layout, dict, *theta, options)?;
+            ropes.push((layer_type.clone(), rope));
+        }
+        // One rope for every layer type: say so once.
+        if ropes.len() > 1 && ropes.iter().all(|(_, r)| *r == ropes[0].1) && !gemma3 {
+            ropes.truncate(1);
+            ropes[0].0 = "default".to_owned();
+        }
+
+        let layer_types = self.layer_types(gemma3)?;
+        Ok(HfRopes { ropes, layer_types })
+    }
+
+    fn layer_types(&self, gemma3: bool) -> Result<Vec<String>, ConfigError> {
+        if let Some((k, v)) = self.get("layer_types") {
+            let a = v.as_array().ok_or_else(|| wrong(&k, "a list of strings"))?;
+            return a
+                .iter()
+                .map(|t| {
+                    t.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| wrong(&k, "a list of strings"))
+                })
+                .collect();
+        }
+        if gemma3 {
+            // HF's Gemma3TextConfig: layer i slides unless (i + 1) % pattern == 0.
+            let n = self.usize("num_hidden_layers")?.unwrap_or(26).min(1 << 16);
+            let pattern = self.usize("sliding_window_pattern")?.unwrap_or(6).max(1);
+            return Ok((0..n)
+                .map(|i| {
+                    if (i + 1) % pattern == 0 {
+                        "full_attention"
+                    } else {
+                        "sliding_attention"
+                    }
+                    .to_owned()
+                })
+                .collect());
+        }
+        Ok(Vec::new())
+    }
+
+    fn head_dim(&self, model_type: &str) -> Result<usize, ConfigError> {
+        if let Some(h) = self.usize("head_dim")? {
+            return Ok(h);
+        }
+        if matches!(model_type, "gemma" | "gemma2" | "gemma3" | "gemma3_text") {
+            return Ok(256); // the config classes' default
+        }
+        let hidden = match self.usize("hidden_size")? {
+            Some(h) => Some(h),
+            None => self.usize("n_embd")?,
+        };
+        let heads = match self.usize("num_attention_heads")? {
+            Some(h) => Some(h),
+            None => self.usize("n_head")?,
+        };
+        match (hidden, heads) {
+            (Some(h), Some(n)) if n > 0 => Ok(h / n),
+            (Some(_), Some(_)) => Err(ConfigError::new(
+                "num_attention_heads",
+                ConfigErrorKind::OutOfRange,
+                "must be non-zero",
+            )),
+            (None, _) => Err(ConfigError::new(
+                "head_dim",
+                ConfigErrorKind::Missing,
+                "neither `head_dim` nor `hidden_size` is given",
+            )),
+            (_, None) => Err(ConfigError::new(
+                "num_attention_heads",
+                ConfigErrorKind::Missing,
+                "needed for hidden_size / num_attention_heads",
+            )),
+        }
+    }
+
+    /// A value given in the rope dict and/or at the top level (`top` keys, in order of
+    /// preference); the two must agree.
+    fn either(
+        &self,
+        dict: &Dict<'a>,
+        key: &str,
+        top: &[&str],
+    ) -> Result<Option<(String, &'a Value)>, ConfigError> {
+        let inner = dict.get(key).map(|v| (dict.key(key), v));
+        let outer = top.iter().find_map(|k| self.get(k));
+        match (inner, outer) {
+            (Some((ik, iv)), Some((ok, ov))) => {
+                if same(iv, ov) {
+                    Ok(Some((ik, iv)))
+                } else {
+                    Err(ConfigError::new(
+                        ik,
+                        ConfigErrorKind::Contradiction,
+                        format!("differs from `{ok}`"),
+                    ))
+                }
+            }
+            (i, o) => Ok(i.or(o)),
+        }
+    }
+
+    fn rope(
+        &self,
+        model_type: &str,
+        head_dim: usize,
+        layout: Layout,
+        dict: &Dict<'a>,
+        theta_override: Option<f32>,
+        options: &HfOptions,
+    ) -> Result<Rope, ConfigError> {
+        // Scheme name: `rope_type` and/or the legacy `type` ("mrope" is "default").
+        let canon = |s: &'a str| if s == "mrope" { "default" } else { s };
+        let name = |k: &str| -> Result<Option<(&'a str, String)>, ConfigError> {
+            match dict.get(k) {
+                None => Ok(None),
+                Some(v) => {
+                    let s = v.as_str().ok_or_else(|| wrong(&dict.key(k), "a string"))?;
+                    Ok(Some((canon(s), dict.key(k))))
+                }
+            }
+        };
+        let (rope_type, type_key) = match (name("rope_type")?, name("type")?) {
+            (Some((a, ak)), Some((b, bk))) => {
+                if a != b {
+                    return Err(ConfigError::new(
+                        bk,
+                        ConfigErrorKind::Contradiction,
+                        format!("`{b}` differs from `{ak}` = `{a}`"),
+                    ));
+                }
+                (a, ak)
+            }
+            (Some((a, ak)), None) | (None, Some((a, ak))) => (a, ak),
+            (None, None) => ("default", dict.key("rope_type")),
+        };
+        let rope_type = if rope_type == "su" {
+            "longrope"
+        } else {
+            rope_type
+        };
+
+        // Keys each scheme may have (besides the common ones).
+        const COMMON: &[&str] = &[
+            "rope_type",
+            "type",
+            "rope_theta",
+            "partial_rotary_factor",
+            "mrope_section",
+            "mrope_interleaved",
+        ];
+        let allowed: &[&str] = match rope_type {
+            "default" => &[],
+            "linear" => &["factor"],
+            "dynamic" => &["factor", "original_max_position_embeddings"],
+            "yarn" => &[
+                "factor",
+                "original_max_position_embeddings",
+                "beta_fast",
+                "beta_slow",
+                "mscale",
+                "mscale_all_dim",
+                "attention_factor",
+                "truncate",
+            ],
+            "longrope" => &[
+                "factor",
+                "original_max_position_embeddings",
+                "short_factor",
+                "long_factor",
+                "attention_factor",
+            ],
+            "llama3" => &[
+                "factor",
+                "low_freq_factor",
+                "high_freq_factor",
+                "original_max_position_embeddings",
+            ],
+            "proportional" => &["factor"],
+            other => {
+                return Err(ConfigError::new(
+                    type_key,
+                    ConfigErrorKind::UnknownValue,
+                    format!("unknown rope type `{other}`"),
+                ));
+            }
+        };
+        if let Some(map) = dict.map {
+            for k in map.keys() {
+                if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) {
+                    return Err(ConfigError::new(
+                        dict.key(k),
+                        ConfigErrorKind::UnknownKey,
+                        format!("not a setting of rope type `{rope_type}`"),
+                    ));
+                }
+            }
+        }
+
+        // Base and rotary dim.
+        let base = match theta_override {
+            Some(t) => t,
+            None => match self.either(dict, "rope_theta", &["rope_theta", "rotary_emb_base"])? {
+                Some((k, v)) => num_f32(&k, v)?,
+                None if matches!(model_type, "gemma3" | "gemma3_text") => 1e6,
+                None => 10_000.0,
+            },
+        };
+        let prf_top: &[&str] = &["partial_rotary_factor", "rotary_pct"];
+        let rotary_dim = if let Some(rd) = self.usize("rotary_dim")? {
+            rd
+        } else {
+            let prf = match self.either(dict, "partial_rotary_factor", prf_top)? {
+                Some((k, v)) => {
+                    let f = num_f64(&k, v)?;
+                    if !(f > 0.0 && f <= 1.0) {
+                        return Err(ConfigError::new(
+                            k,
+                            ConfigErrorKind::OutOfRange,
+                            format!("{f} is not in (0, 1]"),
+                        ));
+                    }
+                    f
+                }
+                None if model_type == "gpt_neox" => 0.25,
+                None => 1.0,
+            };
+            // HF: int(head_dim * partial_rotary_factor).
+            (head_dim as f64 * prf) as usize
+        };
+        let rotary_dim = if rope_type == "proportional" {
+            head_dim
+        } else {
+            rotary_dim
+        };
+
+        // Axes.
+        let axes = match self.either(dict, "mrope_section", &["mrope_section"])? {
+            None => Axes::Single,
+            Some((k, v)) => {
+                let a = v
+                    .as_array()
+                    .ok_or_else(|| wrong(&k, "a list of 3 counts"))?;
+                if a.len() != 3 {
+                    return Err(ConfigError::new(
+                        k,
+                        ConfigErrorKind::OutOfRange,
+                        format!("has {} entries, expected 3 (t, h, w)", a.len()),
+                    ));
+                }
+                let mut s = [0usize; 3];
+                for (i, x) in a.iter().enumerate() {
+                    s[i] = num_usize(&k, x)?;
+                }
+                let interleaved =
+                    match self.either(dict, "mrope_interleaved", &["mrope_interleaved"])? {
+                        Some((ik, iv)) => iv.as_bool().ok_or_else(|| wrong(&ik, "a boolean"))?,
+                        None => matches!(
+                            model_type,
+                            "qwen3_vl" | "qwen3_vl_text" | "qwen3_vl_moe" | "qwen3_vl_moe_text"
+                        ),
+                    };
+                if interleaved {
+                    Axes::MRopeInterleaved { sections: s }
+                } else {
+                    Axes::MRope { sections: s }
+                }
+            }
+        };
+
+        let f32_key = |k: &str| -> Result<Option<f32>, ConfigError> {
+            dict.get(k).map(|v| num_f32(&dict.key(k), v)).transpose()
+        };
+        let factor_req = || -> Result<f32, ConfigError> {
+            f32_key("factor")?.ok_or_else(|| {
+                ConfigError::new(
+                    dict.key("factor"),
+                    ConfigErrorKind::Missing,
+                    format!("required by rope type `{rope_type}`"),
+                )
+            })
+        };
+        let max_positions = self
+            .u32("max_position_embeddings")?
+            .map_or_else(|| self.u32("n_positions"), |m| Ok(Some(m)))?;
+        let original = |required: bool| -> Result<Option<u32>, ConfigError> {
+            match self.either(
+                dict,
+                "original_max_position_embeddings",
+                &["original_max_position_embeddings"],
+            )? {
+                Some((k, v)) => Ok(Some(num_u32(&k, v)?)),
+                None if required => Err(ConfigError::new(
+                    dict.key("original_max_position_embeddings"),
+                    ConfigErrorKind::Missing,
+                    format!("required by rope type `{rope_type}`"),
+                )),
+                None => Ok(None),
+            }
+        };
+        let need_max = |what: &str| {
+            max_positions.ok_or_else(|| {
+                ConfigError::new(
+                    "max_position_embeddings",
+                    ConfigErrorKind::Missing,
+                    format!("required by rope type `{what}`"),
+                )
+            })
+        };
+
+        // The lists LongRoPE borrows live here until the Rope (which owns its frequencies) is
+        // built.
+        let list = |k: &str| -> Result<Vec<f32>, ConfigError> {
+            let key = dict.key(k);
+            let v = dict.get(k).ok_or_else(|| {
+                ConfigError::new(
+                    key.clone(),
+                    ConfigErrorKind::Missing,
+                    "required by rope type `longrope`",
+                )
+            })?;
+            let a = v
+                .as_array()
+                .ok_or_else(|| wrong(&key, "a list of numbers"))?;
+            a.iter().map(|x| num_f32(&key, x)).collect()
+        };
+        let (short, long);
+
+        let scaling = match rope_type {
+            "default" => Scaling::None,
+            "linear" => Scaling::Linear {
+                factor: factor_req()?,
+            },
+            "dynamic" => {
+                let max = match original(false)? {
+                    Some(o) => o,
+                    None => need_max("dynamic")?,
+                };
+                Scaling::DynamicNtk {
+                    factor: factor_req()?,
+                    max_positions: max,
+                    seq_len: options.seq_len.unwrap_or(max),
+                }
+            }
+            "yarn" => {
+                let orig = match original(false)? {
+                    Some(o) => o,
+                    None => need_max("yarn")?,
+                };
+                // HF maps a missing or zero beta to its default.
+                let beta = |k: &str, d: f32| -> Result<f32, ConfigError> {
+                    Ok(f32_key(k)?.filter(|&b| b != 0.0).unwrap_or(d))
+                };
+                let truncate = match dict.get("truncate") {
+                    None => true,
+                    Some(v) => v
+                        .as_bool()
+                        .ok_or_else(|| wrong(&dict.key("truncate"), "a boolean"))?,
+                };
+                Scaling::Yarn(Yarn {
+                    factor: factor_req()?,
+                    original_max_positions: orig,
+                    beta_fast: beta("beta_fast", 32.0)?,
+                    beta_slow: beta("beta_slow", 1.0)?,
+                    mscale: f32_key("mscale")?,
+                    mscale_all_dim: f32_key("mscale_all_dim")?,
+                    attention_factor: f32_key("attention_factor")?,
+                    truncate,
+                })
+            }
+            "longrope" => {
+                short = list("short_factor")?;
+                long = list("long_factor")?;
+                let max = need_max("longrope")?;
+                let orig = original(false)?.unwrap_or(max);
+                let mut attention_factor = f32_key("attention_factor")?;
+                if attention_factor.is_none()
+                    && let Some(s) = f32_key("factor")?
+                {
+                    // HF 5 takes the scale from an explicit `factor`.
+                    let s = s as f64;
+                    if s > 1.0 && orig > 1 {
+                        let m = libm::sqrt(1.0 + libm::log(s) / libm::log(orig as f64));
+                        attention_factor = Some(m as f32);
+                    } else {
+                        attention_factor = Some(1.0);
+                    }
+                }
+                Scaling::LongRope(LongRope {
+                    short_factor: &short,
+                    long_factor: &long,
+                    original_max_positions: orig,
+                    max_positions: max,
+                    use_long: options.use_long_factors,
+                    attention_factor,
+                })
+            }
+            "llama3" => {
+                let req = |k: &str| {
+                    f32_key(k)?.ok_or_else(|| {
+                        ConfigError::new(
+                            dict.key(k),
+                            ConfigErrorKind::Missing,
+                            "required by rope type `llama3`",
+                        )
+                    })
+                };
+                Scaling::Llama3 {
+                    factor: req("factor")?,
+                    low_freq_factor: req("low_freq_factor")?,
+                    high_freq_factor: req("high_freq_factor")?,
+                    original_max_positions: original(true)?.unwrap_or(0),
+                }
+            }
+            "proportional" => {
+                let prf = match self.either(dict, "partial_rotary_factor", prf_top)? {
+                    Some((k, v)) => num_f32(&k, v)?,
+                    None => 1.0,
+                };
+                Scaling::Proportional {
+                    partial_rotary_factor: prf,
+                    factor: f32_key("factor")?.unwrap_or(1.0),
+                }
+            }
+            _ => Scaling::None, // unreachable: refused above
+        };
+
+        let cfg = RopeConfig::new(head_dim, base, layout)
+            .rotary_dim(rotary_dim)
+            .scaling(scaling)
+            .axes(axes);
+        let key = if rope_type == "default" && matches!(axes, Axes::Single) {
+            if dict.map.is_some() {
+                dict.key("rope_theta")
+            } else {
+                "head_dim".to_owned()
+            }
+        } else {
+            dict.path.clone()
+        };
+        Rope::new(&cfg).map_err(rope_error(&key))
+    }
+}

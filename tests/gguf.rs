@@ -1,0 +1,564 @@
+//! GGUF: `load::rope_from_gguf` with llama.cpp's keys, layouts and semantics, and (feature
+//! `gguf`) `load::GgufHeader` on headers written byte by byte here. Expected values come from
+//! the presets (checked against HF elsewhere) or from llama.cpp's formulas recomputed here in
+//! f64; never from the code under test.
+
+use posenc::load::{GgufArray, GgufErrorKind, GgufValue, rope_from_gguf};
+use posenc::{Axes, Layout, Rope, presets};
+
+type Meta = Vec<(String, GgufValue<'static>)>;
+
+fn meta(arch: &'static str, kv: &[(&str, GgufValue<'static>)]) -> Meta {
+    let mut m = vec![("general.architecture".to_owned(), GgufValue::Str(arch))];
+    for (k, v) in kv {
+        m.push((format!("{arch}.{k}"), *v));
+    }
+    m
+}
+
+fn build(m: &Meta, freqs: Option<&[f32]>) -> Result<Rope, posenc::load::GgufError> {
+    rope_from_gguf(
+        |k| m.iter().find(|(key, _)| key == k).map(|(_, v)| *v),
+        freqs,
+    )
+}
+
+fn rel_close(a: &[f32], b: &[f32], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for (j, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let r = ((x as f64 - y as f64) / y as f64).abs();
+        assert!(r <= tol, "{what}: pair {j}: {x} vs {y} (rel {r:e})");
+    }
+}
+
+/// ggml's YaRN frequencies (correction dims, ramp, mix), recomputed in f64.
+fn ggml_yarn(
+    d: usize,
+    base: f64,
+    s: f64,
+    n_ctx_orig: f64,
+    beta_fast: f64,
+    beta_slow: f64,
+) -> Vec<f32> {
+    let c = |n: f64| {
+        d as f64 * (n_ctx_orig / (n * 2.0 * std::f64::consts::PI)).ln() / (2.0 * base.ln())
+    };
+    let lo = c(beta_fast).floor().max(0.0);
+    let hi = c(beta_slow).ceil().min(d as f64 - 1.0);
+    (0..d / 2)
+        .map(|j| {
+            let w = base.powf(-(2.0 * j as f64) / d as f64);
+            let y = (j as f64 - lo) / (hi - lo).max(0.001);
+            let r = 1.0 - y.clamp(0.0, 1.0);
+            (w / s * (1.0 - r) + w * r) as f32
+        })
+        .collect()
+}
+
+#[test]
+fn llama_is_interleaved_and_rope_freqs_divide() {
+    // Llama 3.1 8B as llama.cpp's converter writes it: no scaling keys, llama3 smoothing as a
+    // `rope_freqs` tensor of divisors (convert_hf_to_gguf.py's formula, in f64 here).
+    let (base, d, factor, low, high, old) = (500_000.0f64, 128usize, 8.0, 1.0, 4.0, 8192.0);
+    let freqs: Vec<f32> = (0..d / 2)
+        .map(|j| {
+            let w = 1.0 / base.powf(2.0 * j as f64 / d as f64);
+            let wavelen = 2.0 * std::f64::consts::PI / w;
+            if wavelen < old / high {
+                1.0
+            } else if wavelen > old / low {
+                factor as f32
+            } else {
+                let smooth = (old / wavelen - low) / (high - low);
+                (1.0 / ((1.0 - smooth) / factor + smooth)) as f32
+            }
+        })
+        .collect();
+    let m = meta(
+        "llama",
+        &[
+            ("context_length", GgufValue::U32(131072)),
+            ("embedding_length", GgufValue::U32(4096)),
+            ("attention.head_count", GgufValue::U32(32)),
+            ("rope.dimension_count", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(500_000.0)),
+        ],
+    );
+    let rope = build(&m, Some(&freqs)).unwrap();
+    assert_eq!((rope.head_dim(), rope.rotary_dim()), (128, 128));
+    assert_eq!(rope.layout(), Layout::Interleaved); // NORM: the converter permuted Q/K
+    assert_eq!(rope.attention_factor(), 1.0);
+    let hf = presets::LLAMA_3_1_8B.rope().unwrap();
+    // Same smoothing, different rounding path (divisors rounded to f32): a few ulp.
+    rel_close(
+        rope.inv_freq(),
+        hf.inv_freq(),
+        4e-7,
+        "llama 3.1 via rope_freqs",
+    );
+    // Without the tensor: plain Llama 3.
+    let plain = build(&m, None).unwrap();
+    assert_eq!(
+        plain.inv_freq(),
+        presets::LLAMA_3_8B.rope().unwrap().inv_freq()
+    );
+    // Wrong tensor length.
+    let e = build(&m, Some(&freqs[1..])).unwrap_err();
+    assert_eq!((e.key, e.kind), ("rope_freqs", GgufErrorKind::OutOfRange));
+}
+
+#[test]
+fn qwen2_yarn_follows_ggml() {
+    let m = meta(
+        "qwen2",
+        &[
+            ("context_length", GgufValue::U32(131072)),
+            ("attention.key_length", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+            ("rope.scaling.type", GgufValue::Str("yarn")),
+            ("rope.scaling.factor", GgufValue::F32(4.0)),
+            (
+                "rope.scaling.original_context_length",
+                GgufValue::U32(32768),
+            ),
+        ],
+    );
+    let rope = build(&m, None).unwrap();
+    assert_eq!(rope.layout(), Layout::RotateHalf);
+    let want = ggml_yarn(128, 1e6, 4.0, 32768.0, 32.0, 1.0);
+    rel_close(rope.inv_freq(), &want, 1e-6, "qwen2 yarn vs ggml formula");
+    // HF's YaRN gives the same ramp here (integer correction dims in both).
+    rel_close(
+        rope.inv_freq(),
+        presets::QWEN2_5_7B_YARN.rope().unwrap().inv_freq(),
+        1e-6,
+        "qwen2 yarn vs HF",
+    );
+    assert!((rope.attention_factor() as f64 - (0.1 * 4f64.ln() + 1.0)).abs() < 1e-6);
+    // rope.scaling.attn_factor multiplies the magnitude.
+    let mut m2 = m.clone();
+    m2.push(("qwen2.rope.scaling.attn_factor".into(), GgufValue::F32(0.5)));
+    let r2 = build(&m2, None).unwrap();
+    assert!((r2.attention_factor() as f64 - 0.5 * (0.1 * 4f64.ln() + 1.0)).abs() < 1e-6);
+    // ext_factor 0 switches the ramp off: pure interpolation, magnitude yarn_attn_factor.
+    let mut m3 = m.clone();
+    m3.push((
+        "qwen2.rope.scaling.yarn_ext_factor".into(),
+        GgufValue::F32(0.0),
+    ));
+    let r3 = build(&m3, None).unwrap();
+    let plain = presets::QWEN2_5_7B.rope().unwrap();
+    for (a, b) in r3.inv_freq().iter().zip(plain.inv_freq()) {
+        assert_eq!(*a, 0.25 * b);
+    }
+    assert_eq!(r3.attention_factor(), 1.0);
+}
+
+#[test]
+fn deepseek2_rotates_the_rope_part_interleaved_with_unit_magnitude() {
+    let m = meta(
+        "deepseek2",
+        &[
+            ("context_length", GgufValue::U32(163840)),
+            ("attention.key_length", GgufValue::U32(192)),
+            ("rope.dimension_count", GgufValue::U32(64)),
+            ("rope.freq_base", GgufValue::F32(10000.0)),
+            ("rope.scaling.type", GgufValue::Str("yarn")),
+            ("rope.scaling.factor", GgufValue::F32(40.0)),
+            ("rope.scaling.original_context_length", GgufValue::U32(4096)),
+            ("rope.scaling.yarn_log_multiplier", GgufValue::F32(0.1)),
+        ],
+    );
+    let rope = build(&m, None).unwrap();
+    let hf = presets::DEEPSEEK_V3.rope().unwrap();
+    assert_eq!(
+        (rope.head_dim(), rope.rotary_dim(), rope.layout()),
+        (64, 64, Layout::Interleaved)
+    );
+    assert!(
+        (rope.attention_factor() - 1.0).abs() < 1e-6,
+        "{}",
+        rope.attention_factor()
+    );
+    rel_close(
+        rope.inv_freq(),
+        &ggml_yarn(64, 1e4, 40.0, 4096.0, 32.0, 1.0),
+        1e-6,
+        "deepseek2",
+    );
+    rel_close(rope.inv_freq(), hf.inv_freq(), 1e-6, "deepseek2 vs HF");
+}
+
+#[test]
+fn gpt_oss_gguf_truncates_where_hf_does_not() {
+    let m = meta(
+        "gpt-oss",
+        &[
+            ("context_length", GgufValue::U32(131072)),
+            ("attention.key_length", GgufValue::U32(64)),
+            ("rope.freq_base", GgufValue::F32(150000.0)),
+            ("rope.scaling.type", GgufValue::Str("yarn")),
+            ("rope.scaling.factor", GgufValue::F32(32.0)),
+            ("rope.scaling.original_context_length", GgufValue::U32(4096)),
+        ],
+    );
+    let rope = build(&m, None).unwrap();
+    rel_close(
+        rope.inv_freq(),
+        &ggml_yarn(64, 1.5e5, 32.0, 4096.0, 32.0, 1.0),
+        1e-6,
+        "gpt-oss",
+    );
+    let hf = presets::GPT_OSS_20B.rope().unwrap();
+    assert!((rope.attention_factor() - hf.attention_factor()).abs() < 1e-6);
+    // The ends agree; inside the ramp llama.cpp's floor/ceil moves the frequencies.
+    assert_eq!(rope.inv_freq()[0], hf.inv_freq()[0]);
+    let max_rel = rope
+        .inv_freq()
+        .iter()
+        .zip(hf.inv_freq())
+        .map(|(a, b)| ((a - b) / b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(max_rel > 1e-3, "{max_rel}");
+}
+
+#[test]
+fn mrope_sections_give_axes() {
+    let sections = GgufValue::Array(GgufArray::from_i32(&[16, 24, 24, 0]));
+    let m = meta(
+        "qwen2vl",
+        &[
+            ("embedding_length", GgufValue::U32(3584)),
+            ("attention.head_count", GgufValue::U32(28)),
+            ("rope.dimension_count", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+            ("rope.dimension_sections", sections),
+        ],
+    );
+    assert_eq!(
+        build(&m, None).unwrap(),
+        presets::QWEN2_VL_7B.rope().unwrap()
+    );
+    let m = meta(
+        "qwen3vl",
+        &[
+            ("attention.key_length", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(5e6)),
+            (
+                "rope.dimension_sections",
+                GgufValue::Array(GgufArray::from_u32(&[24, 20, 20, 0])),
+            ),
+        ],
+    );
+    let rope = build(&m, None).unwrap();
+    assert_eq!(
+        rope.axes(),
+        Axes::MRopeInterleaved {
+            sections: [24, 20, 20]
+        }
+    );
+    assert_eq!(rope, presets::QWEN3_VL_8B.rope().unwrap());
+    // GLM-4 is NORM without sections.
+    let m = meta(
+        "glm4",
+        &[
+            ("attention.key_length", GgufValue::U32(128)),
+            ("rope.dimension_count", GgufValue::U32(64)),
+        ],
+    );
+    assert_eq!(build(&m, None).unwrap(), presets::GLM_4_9B.rope().unwrap());
+}
+
+#[test]
+fn phi3_longrope_takes_the_chosen_factors_and_attn_factor() {
+    let long: Vec<f32> = (0..48).map(|j| 1.0 + j as f32).collect();
+    let short = vec![1.0f32; 48];
+    let attn = (1.0 + (32f64).ln() / (4096f64).ln()).sqrt() as f32;
+    let m = meta(
+        "phi3",
+        &[
+            ("embedding_length", GgufValue::U32(3072)),
+            ("attention.head_count", GgufValue::U32(32)),
+            ("rope.dimension_count", GgufValue::U32(96)),
+            ("rope.scaling.attn_factor", GgufValue::F32(attn)),
+        ],
+    );
+    let rope = build(&m, Some(&long)).unwrap();
+    let hf = presets::phi_3_mini_128k(&short, &long, true)
+        .rope()
+        .unwrap();
+    assert_eq!(rope.layout(), Layout::RotateHalf);
+    assert_eq!(rope.attention_factor(), attn);
+    // HF: 1/(f·q); ggml: (1/q)/f. One or two roundings apart.
+    rel_close(rope.inv_freq(), hf.inv_freq(), 3e-7, "phi3 long");
+}
+
+#[test]
+fn bad_metadata_is_a_typed_error() {
+    use GgufErrorKind::*;
+    let e = |m: &Meta| {
+        let e = build(m, None).unwrap_err();
+        assert!(!e.to_string().is_empty());
+        (e.key, e.kind)
+    };
+    let ok = [
+        ("attention.key_length", GgufValue::U32(128)),
+        ("rope.freq_base", GgufValue::F32(1e4)),
+    ];
+    assert_eq!(e(&Vec::new()), ("general.architecture", Missing));
+    assert_eq!(
+        e(&vec![("general.architecture".into(), GgufValue::U32(1))]),
+        ("general.architecture", WrongType)
+    );
+    assert_eq!(e(&meta("nonesuch", &ok)), ("general.architecture", Unknown));
+    assert_eq!(e(&meta("gptj", &ok)), ("general.architecture", NoRope));
+    assert_eq!(e(&meta("llama", &[])), ("embedding_length", Missing));
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[("attention.key_length", GgufValue::Str("128"))]
+        )),
+        ("attention.key_length", WrongType)
+    );
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[("attention.key_length", GgufValue::I32(-128))]
+        )),
+        ("attention.key_length", WrongType)
+    );
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[("attention.key_length", GgufValue::U64(1 << 40))]
+        )),
+        ("attention.key_length", OutOfRange)
+    );
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[ok[0], ("rope.dimension_count", GgufValue::U32(63))]
+        )),
+        ("rope.dimension_count", OutOfRange)
+    );
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[ok[0], ("rope.freq_base", GgufValue::F32(f32::NAN))]
+        )),
+        ("rope.freq_base", OutOfRange)
+    );
+    assert_eq!(
+        e(&meta(
+            "llama",
+            &[ok[0], ("rope.scaling.type", GgufValue::Str("ntk"))]
+        )),
+        ("rope.scaling.type", Unknown)
+    );
+    let yarn_vl = meta(
+        "qwen2vl",
+        &[
+            ok[0],
+            (
+                "rope.dimension_sections",
+                GgufValue::Array(GgufArray::from_i32(&[16, 24, 24, 0])),
+            ),
+            ("rope.scaling.type", GgufValue::Str("yarn")),
+            ("rope.scaling.factor", GgufValue::F32(4.0)),
+            ("context_length", GgufValue::U32(4096)),
+        ],
+    );
+    assert_eq!(e(&yarn_vl), ("rope.scaling.type", Unsupported));
+    let long_arch: &'static str = Box::leak("x".repeat(100).into_boxed_str());
+    // An unknown 100-byte architecture is unknown before any key is formatted.
+    assert_eq!(e(&meta(long_arch, &ok)).1, Unknown);
+}
+
+#[cfg(feature = "gguf")]
+mod header {
+    use super::*;
+    use posenc::load::{GgufHeader, GgufType};
+
+    /// A GGUF header writer for the tests (independent of the parser under test).
+    struct W(Vec<u8>);
+    impl W {
+        fn new(version: u32, tensors: u64, kvs: u64) -> W {
+            let mut b = b"GGUF".to_vec();
+            b.extend(version.to_le_bytes());
+            b.extend(tensors.to_le_bytes());
+            b.extend(kvs.to_le_bytes());
+            W(b)
+        }
+        fn str(&mut self, s: &str) {
+            self.0.extend((s.len() as u64).to_le_bytes());
+            self.0.extend(s.as_bytes());
+        }
+        fn key(&mut self, k: &str, ty: u32) {
+            self.str(k);
+            self.0.extend(ty.to_le_bytes());
+        }
+        fn raw(&mut self, b: &[u8]) {
+            self.0.extend_from_slice(b);
+        }
+    }
+
+    fn every_type() -> Vec<u8> {
+        let mut w = W::new(3, 2, 20);
+        w.key("general.architecture", 8);
+        w.str("llama");
+        w.key("t.u8", 0);
+        w.raw(&[200]);
+        w.key("t.i8", 1);
+        w.raw(&(-5i8).to_le_bytes());
+        w.key("t.u16", 2);
+        w.raw(&60000u16.to_le_bytes());
+        w.key("t.i16", 3);
+        w.raw(&(-300i16).to_le_bytes());
+        w.key("t.u32", 4);
+        w.raw(&4_000_000_000u32.to_le_bytes());
+        w.key("t.i32", 5);
+        w.raw(&(-70000i32).to_le_bytes());
+        w.key("t.f32", 6);
+        w.raw(&1.5f32.to_le_bytes());
+        w.key("t.bool", 7);
+        w.raw(&[1]);
+        w.key("t.u64", 10);
+        w.raw(&(1u64 << 40).to_le_bytes());
+        w.key("t.i64", 11);
+        w.raw(&(-(1i64 << 40)).to_le_bytes());
+        w.key("t.f64", 12);
+        w.raw(&0.1f64.to_le_bytes());
+        w.key("t.strs", 9); // array of strings
+        w.raw(&8u32.to_le_bytes());
+        w.raw(&2u64.to_le_bytes());
+        w.str("a");
+        w.str("bc");
+        w.key("t.nested", 9); // array of arrays of u8
+        w.raw(&9u32.to_le_bytes());
+        w.raw(&2u64.to_le_bytes());
+        w.raw(&0u32.to_le_bytes());
+        w.raw(&1u64.to_le_bytes());
+        w.raw(&[7]);
+        w.raw(&0u32.to_le_bytes());
+        w.raw(&0u64.to_le_bytes());
+        // The rope keys of a Llama 3 8B.
+        w.key("llama.embedding_length", 4);
+        w.raw(&4096u32.to_le_bytes());
+        w.key("llama.attention.head_count", 4);
+        w.raw(&32u32.to_le_bytes());
+        w.key("llama.rope.dimension_count", 4);
+        w.raw(&128u32.to_le_bytes());
+        w.key("llama.rope.freq_base", 6);
+        w.raw(&500000f32.to_le_bytes());
+        w.key("llama.rope.dimension_sections", 9); // array of i32 (unused by llama)
+        w.raw(&5u32.to_le_bytes());
+        w.raw(&4u64.to_le_bytes());
+        for s in [0i32, 0, 0, 0] {
+            w.raw(&s.to_le_bytes());
+        }
+        w.key("general.name", 8);
+        w.str("Meta Llama 3 8B");
+        w.0
+    }
+
+    #[test]
+    fn every_value_type_parses() {
+        let bytes = every_type();
+        let h = GgufHeader::parse(&bytes).unwrap();
+        assert_eq!(
+            (h.version(), h.tensor_count(), h.iter().count()),
+            (3, 2, 20)
+        );
+        assert_eq!(h.get("t.u8"), Some(GgufValue::U8(200)));
+        assert_eq!(h.get("t.i8"), Some(GgufValue::I8(-5)));
+        assert_eq!(h.get("t.u16"), Some(GgufValue::U16(60000)));
+        assert_eq!(h.get("t.i16"), Some(GgufValue::I16(-300)));
+        assert_eq!(h.get("t.u32"), Some(GgufValue::U32(4_000_000_000)));
+        assert_eq!(h.get("t.i32"), Some(GgufValue::I32(-70000)));
+        assert_eq!(h.get("t.f32"), Some(GgufValue::F32(1.5)));
+        assert_eq!(h.get("t.bool"), Some(GgufValue::Bool(true)));
+        assert_eq!(h.get("t.u64"), Some(GgufValue::U64(1 << 40)));
+        assert_eq!(h.get("t.i64"), Some(GgufValue::I64(-(1 << 40))));
+        assert_eq!(h.get("t.f64"), Some(GgufValue::F64(0.1)));
+        assert_eq!(
+            h.get("general.name"),
+            Some(GgufValue::Str("Meta Llama 3 8B"))
+        );
+        let Some(GgufValue::Array(a)) = h.get("t.strs") else {
+            panic!()
+        };
+        assert_eq!((a.elem_type(), a.len(), a.get(0)), (GgufType::Str, 2, None));
+        let Some(GgufValue::Array(a)) = h.get("t.nested") else {
+            panic!()
+        };
+        assert_eq!((a.elem_type(), a.len()), (GgufType::Array, 2));
+        let Some(GgufValue::Array(a)) = h.get("llama.rope.dimension_sections") else {
+            panic!()
+        };
+        assert_eq!(
+            (a.len(), a.get(3), a.get(4)),
+            (4, Some(GgufValue::I32(0)), None)
+        );
+        assert_eq!(h.get("t.missing"), None);
+        let rope = rope_from_gguf(|k| h.get(k), None).unwrap();
+        let want = presets::LLAMA_3_8B.rope().unwrap();
+        assert_eq!(rope.inv_freq(), want.inv_freq());
+        assert_eq!(rope.layout(), Layout::Interleaved);
+    }
+
+    #[test]
+    fn malformed_headers_are_errors() {
+        let bytes = every_type();
+        for end in 0..bytes.len() {
+            assert!(GgufHeader::parse(&bytes[..end]).is_err(), "prefix {end}");
+        }
+        // Versions: 2 reads, 1 and 4 do not.
+        for (v, ok) in [(1u32, false), (2, true), (3, true), (4, false)] {
+            let mut b = bytes.clone();
+            b[4..8].copy_from_slice(&v.to_le_bytes());
+            assert_eq!(GgufHeader::parse(&b).is_ok(), ok, "version {v}");
+        }
+        let mut b = bytes.clone();
+        b[0] = b'X';
+        assert_eq!(GgufHeader::parse(&b).unwrap_err().key, "gguf.magic");
+        // An unknown value type, an absurd string length, invalid UTF-8.
+        let mut w = W::new(3, 0, 1);
+        w.key("k", 13);
+        assert!(GgufHeader::parse(&w.0).is_err());
+        let mut w = W::new(3, 0, 1);
+        w.key("k", 8);
+        w.raw(&u64::MAX.to_le_bytes());
+        assert!(GgufHeader::parse(&w.0).is_err());
+        let mut w = W::new(3, 0, 1);
+        w.key("k", 8);
+        w.raw(&2u64.to_le_bytes());
+        w.raw(&[0xff, 0xfe]);
+        assert!(GgufHeader::parse(&w.0).is_err());
+        // An absurd kv count and array length run out of input, they do not allocate.
+        let w = W::new(3, 0, u64::MAX);
+        assert!(GgufHeader::parse(&w.0).is_err());
+        let mut w = W::new(3, 0, 1);
+        w.key("k", 9);
+        w.raw(&4u32.to_le_bytes());
+        w.raw(&(u64::MAX / 2).to_le_bytes());
+        assert!(GgufHeader::parse(&w.0).is_err());
+        // Deeply nested arrays stop at the depth limit.
+        let mut w = W::new(3, 0, 1);
+        w.key("k", 9);
+        for _ in 0..64 {
+            w.raw(&9u32.to_le_bytes());
+            w.raw(&1u64.to_le_bytes());
+        }
+        assert!(GgufHeader::parse(&w.0).is_err());
+        // Single-byte corruptions anywhere: never a panic.
+        for i in 0..bytes.len() {
+            for x in [0u8, 0xff, 9, 13] {
+                let mut b = bytes.clone();
+                b[i] = x;
+                if let Ok(h) = GgufHeader::parse(&b) {
+                    let _ = rope_from_gguf(|k| h.get(k), None);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! `load::ropes_from_hf_config` on reproduced published `config.json` files
+//! (`tests/data/configs`, provenance in its README): each must build the Rope of the matching
+//! preset (whose values are checked against HF's buffers elsewhere), and bad input must be a
+//! typed error naming the key, never a panic.
+#![cfg(feature = "serde")]
+
+use posenc::load::{ConfigErrorKind, HfOptions, ropes_from_hf_config, ropes_from_hf_config_with};
+use posenc::presets::{self, Preset};
+use posenc::{Error, Rope};
+use std::path::PathBuf;
+
+fn text(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/configs")
+        .join(format!("{name}.json"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn single(name: &str) -> Rope {
+    let ropes = ropes_from_hf_config(&text(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(ropes.len(), 1, "{name}: {ropes:?}");
+    *ropes.single().unwrap()
+}
+
+/// Full equality (inv_freq bitwise, attention factor, layout, dims, axes) plus the fields
+/// spelled out, so a failure says which.
+fn assert_preset(name: &str, got: &Rope, p: &Preset<'_>) {
+    let want = p.rope().unwrap();
+    assert_eq!(got.head_dim(), want.head_dim(), "{name}: head_dim");
+    assert_eq!(got.rotary_dim(), want.rotary_dim(), "{name}: rotary_dim");
+    assert_eq!(got.layout(), want.layout(), "{name}: layout");
+    assert_eq!(got.axes(), want.axes(), "{name}: axes");
+    let bits = |r: &Rope| r.inv_freq().iter().map(|w| w.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(got), bits(&want), "{name}: inv_freq");
+    assert_eq!(
+        got.attention_factor().to_bits(),
+        want.attention_factor().to_bits(),
+        "{name}: attention factor"
+    );
+    assert_eq!(*got, want, "{name}");
+}
+
+#[test]
+fn published_configs_build_their_presets() {
+    let cases: &[(&str, Preset<'static>)] = &[
+        ("llama-2-7b-hf", presets::LLAMA_2_7B),
+        ("meta-llama-3-8b", presets::LLAMA_3_8B),
+        ("llama-3.1-8b", presets::LLAMA_3_1_8B),
+        ("llama-3.1-8b.transformers5", presets::LLAMA_3_1_8B),
+        ("llama-3.2-1b", presets::LLAMA_3_2_1B),
+        ("llama-3.2-3b", presets::LLAMA_3_2_3B),
+        ("mistral-7b-v0.1", presets::MISTRAL_7B_V0_1),
+        ("mistral-7b-v0.3", presets::MISTRAL_7B_V0_3),
+        ("qwen2.5-7b-instruct", presets::QWEN2_5_7B),
+        ("qwen2.5-7b-instruct-yarn", presets::QWEN2_5_7B_YARN),
+        ("qwen2-vl-7b-instruct", presets::QWEN2_VL_7B),
+        ("qwen3-vl-8b-instruct", presets::QWEN3_VL_8B),
+        ("deepseek-v3", presets::DEEPSEEK_V3),
+        ("gpt-oss-20b", presets::GPT_OSS_20B),
+        ("gemma-2-9b", presets::GEMMA_2_9B),
+        ("gpt-neox-20b", presets::GPT_NEOX_20B),
+        ("gpt-j-6b", presets::GPT_J_6B),
+        ("glm-4-9b-0414", presets::GLM_4_9B),
+        // No preset of their own: HF's default inv_freq for (θ, d) is the one of a preset
+        // with the same θ, d and pairing.
+        ("qwen3-8b", presets::QWEN2_5_7B),
+        ("olmo-2-1124-7b", presets::LLAMA_3_8B),
+    ];
+    for (name, p) in cases {
+        assert_preset(name, &single(name), p);
+    }
+}
+
+#[test]
+fn gemma3_has_a_rope_per_layer_type_in_both_forms() {
+    for name in ["gemma-3-4b-it", "gemma-3-4b-it.transformers5"] {
+        let ropes = ropes_from_hf_config(&text(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(ropes.len(), 2, "{name}");
+        assert!(ropes.single().is_none());
+        assert_preset(
+            name,
+            ropes.get("sliding_attention").unwrap(),
+            &presets::GEMMA_3_4B_LOCAL,
+        );
+        assert_preset(
+            name,
+            ropes.get("full_attention").unwrap(),
+            &presets::GEMMA_3_4B_GLOBAL,
+        );
+    }
+    // The v4 file has no layer_types: HF's sliding_window_pattern 6 applies (every 6th is global).
+    let ropes = ropes_from_hf_config(&text("gemma-3-4b-it")).unwrap();
+    assert_eq!(ropes.layer_types().len(), 34);
+    assert_eq!(ropes.for_layer(5), ropes.get("full_attention"));
+    assert_eq!(ropes.for_layer(4), ropes.get("sliding_attention"));
+    assert_eq!(ropes.for_layer(34), None);
+}
+
+#[test]
+fn gpt_oss_layer_types_share_one_rope() {
+    let ropes = ropes_from_hf_config(&text("gpt-oss-20b")).unwrap();
+    assert_eq!(ropes.layer_types().len(), 24);
+    assert_eq!(ropes.for_layer(0), ropes.for_layer(1));
+}
+
+#[test]
+fn phi3_longrope_uses_the_files_lists_and_the_callers_choice() {
+    let t = text("phi-3-mini-128k-instruct");
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let list = |k: &str| -> Vec<f32> {
+        v["rope_scaling"][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect()
+    };
+    let (short, long) = (list("short_factor"), list("long_factor"));
+    assert_eq!((short.len(), long.len()), (48, 48));
+    for use_long in [false, true] {
+        let opts = HfOptions {
+            use_long_factors: use_long,
+            ..Default::default()
+        };
+        let ropes = ropes_from_hf_config_with(&t, &opts).unwrap();
+        let p = presets::phi_3_mini_128k(&short, &long, use_long);
+        assert_preset("phi-3-mini-128k", ropes.single().unwrap(), &p);
+    }
+    // The default is HF's buffer at load time: the short factors.
+    assert_eq!(
+        *ropes_from_hf_config(&t).unwrap().single().unwrap(),
+        presets::phi_3_mini_128k(&short, &long, false)
+            .rope()
+            .unwrap()
+    );
+}
+
+#[test]
+fn dynamic_ntk_takes_the_callers_length() {
+    let json = r#"{"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+        "rope_scaling": {"type": "dynamic", "factor": 2.0}}"#;
+    let base = ropes_from_hf_config(json).unwrap();
+    assert_preset(
+        "dynamic at 4096",
+        base.single().unwrap(),
+        &presets::LLAMA_2_7B,
+    );
+    let long = ropes_from_hf_config_with(
+        json,
+        &HfOptions {
+            seq_len: Some(8192),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // Above max_position_embeddings the base grows: the slowest pair slows down.
+    let (a, b) = (base.single().unwrap(), long.single().unwrap());
+    assert!(b.inv_freq()[63] < a.inv_freq()[63]);
+    assert_eq!(b.inv_freq()[0], 1.0);
+}
+
+fn err(json: &str) -> (String, ConfigErrorKind) {
+    let e = ropes_from_hf_config(json).unwrap_err();
+    assert!(!e.to_string().is_empty());
+    (e.key, e.kind)
+}
+
+#[test]
+fn unknown_and_contradictory_keys_are_named() {
+    use ConfigErrorKind::*;
+    let k = |s: &str| s.to_owned();
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4096, "beta_fastt": 32}}"#
+        ),
+        (k("rope_scaling.beta_fastt"), UnknownKey)
+    );
+    // A key of another scheme is unknown to this one.
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 4, "low_freq_factor": 1}}"#
+        ),
+        (k("rope_scaling.low_freq_factor"), UnknownKey)
+    );
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "type": "yarn", "factor": 4}}"#
+        ),
+        (k("rope_scaling.type"), Contradiction)
+    );
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_theta": 10000, "rope_parameters": {"rope_type": "default", "rope_theta": 500000}}"#
+        ),
+        (k("rope_parameters.rope_theta"), Contradiction)
+    );
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2}, "rope_parameters": {"rope_type": "linear", "factor": 4}}"#
+        ),
+        (k("rope_scaling.factor"), Contradiction)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "ntk-by-parts"}}"#),
+        (k("rope_scaling.rope_type"), UnknownValue)
+    );
+    // Same value written twice (8 and 8.0; "mrope" and "default") is no contradiction.
+    assert!(ropes_from_hf_config(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 8}, "rope_parameters": {"rope_type": "linear", "factor": 8.0}}"#).is_ok());
+    assert!(ropes_from_hf_config(r#"{"head_dim": 8, "rope_scaling": {"rope_type": "default", "type": "mrope", "mrope_section": [2, 1, 1]}}"#).is_ok());
+}
+
+#[test]
+fn bad_values_are_typed_errors() {
+    use ConfigErrorKind::*;
+    let k = |s: &str| s.to_owned();
+    assert_eq!(err("{"), (k(""), Json));
+    assert_eq!(err("[1, 2]"), (k(""), Json));
+    assert_eq!(err(r#"{"head_dim": "128"}"#), (k("head_dim"), WrongType));
+    assert_eq!(err(r#"{"head_dim": 127.5}"#), (k("head_dim"), OutOfRange));
+    assert_eq!(err(r#"{"head_dim": -2}"#), (k("head_dim"), OutOfRange));
+    assert_eq!(
+        err(r#"{"head_dim": 64, "rope_theta": 1e300}"#),
+        (k("rope_theta"), OutOfRange)
+    );
+    assert_eq!(err(r#"{"head_dim": 64, "rope_theta": 1e400}"#).1, Json);
+    assert_eq!(
+        err(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear"}}"#),
+        (k("rope_scaling.factor"), Missing)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": -4}}"#).1,
+        Rope(Error::InvalidParameter {
+            what: "factor",
+            value: -4.0
+        })
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 63}"#).1,
+        Rope(Error::InvalidHeadDim { head_dim: 63 })
+    );
+    assert_eq!(err(r#"{"model_type": "llama"}"#), (k("head_dim"), Missing));
+    assert_eq!(
+        err(r#"{"hidden_size": 64, "num_attention_heads": 0}"#),
+        (k("num_attention_heads"), OutOfRange)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 128, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24]}}"#),
+        (k("rope_scaling.mrope_section"), OutOfRange)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 128, "partial_rotary_factor": 1.5}"#),
+        (k("partial_rotary_factor"), OutOfRange)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "longrope", "short_factor": [1, 2], "long_factor": [1, 2]}}"#).0,
+        "rope_scaling"
+    );
+    assert_eq!(
+        err(
+            r#"{"head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4294967296}}"#
+        ),
+        (
+            k("rope_scaling.original_max_position_embeddings"),
+            OutOfRange
+        )
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "rope_scaling": 7}"#),
+        (k("rope_scaling"), WrongType)
+    );
+}
+
+/// Every prefix of every shipped config, and single-byte corruptions: an error or a rope,
+/// never a panic.
+#[test]
+fn truncated_and_corrupted_configs_do_not_panic() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/configs");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let t = std::fs::read_to_string(&path).unwrap();
+        let t = t.trim_end();
+        for end in (0..t.len()).filter(|&i| t.is_char_boundary(i)) {
+            assert!(ropes_from_hf_config(&t[..end]).is_err());
+        }
+        let bytes = t.as_bytes();
+        for i in (0..bytes.len()).step_by(7) {
+            for c in [b'0', b'"', b'-', b'e', b'{', b']', b'n'] {
+                let mut b = bytes.to_vec();
+                b[i] = c;
+                if let Ok(s) = std::str::from_utf8(&b) {
+                    let _ = ropes_from_hf_config(s);
+                }
+            }
+        }
+    }
+}
