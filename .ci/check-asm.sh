@@ -4,12 +4,15 @@
 # Builds .ci/asm-probe (a tiny release binary that calls every public entry point reaching
 # the tiers with f32, f16 and bf16), disassembles it with objdump, and fails unless
 #   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`,
-#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T>`), the
-#     cos/sin tables (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory
-#     ceiling (`Axpb<T>`), T = f32, f16, bf16;
+#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T, ..>`, the
+#     probe's rotate_half / posenc-rounding / whole-vector variant), the cos/sin tables
+#     (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory ceiling
+#     (`Axpb<T>`), T = f32, f16, bf16;
 #   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512);
 #   * Rotate<T> and Axpb<T> fuse (vfmadd*), and Rotate<f16> converts with vcvtph2ps and
-#     vcvtps2ph (F16C / AVX-512F).
+#     vcvtps2ph (F16C / AVX-512F);
+#   * no instantiation calls a posenc function or a closure: everything inlines into the
+#     entry function, where the tier's features are enabled.
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
 # >= 2.36 demangles it). The checker then checks itself: a bogus required pattern must fail.
 #
@@ -76,9 +79,22 @@ check() {
       fi
     }
     need "$reg" "$([ "$tier" = avx2 ] && echo ymm || echo zmm) register"
+    # Everything must inline into the entry function, where the tier's features are enabled:
+    # a call to a posenc function or a closure means code compiled without them (a closure
+    # does not inherit target features) and, in a kernel, a many-fold slowdown.
+    local outcalls
+    outcalls=$(grep -cE 'call +[0-9a-f]+ <.*(posenc::|\{closure)' "$work/fn.$n" || true)
+    if [ "$outcalls" -ne 0 ]; then
+      echo "check-asm: FAIL $name calls $outcalls posenc function(s) or closure(s) instead of inlining them" >&2
+      fails=1
+    fi
     case $op in
       rope)
-        need "$fma" "vfmadd (fused multiply-add)"
+        # The posenc-rounding variants fuse; the HF-parity ones (`ONCE` = false, the second
+        # const parameter) are unfused by design.
+        if [[ $name =~ Rotate\<[^,]+,\ (true|false),\ true, ]]; then
+          need "$fma" "vfmadd (fused multiply-add)"
+        fi
         if [[ $name == *binary16::f16* ]]; then
           need "$cvt_in" vcvtph2ps
           need "$cvt_out" vcvtps2ph
@@ -93,7 +109,11 @@ check() {
   for t in avx2 avx512; do
     for k in engine::rope::Rotate sinusoidal::kernel::Sinusoids engine::ceiling::Axpb; do
       for d in f32 half::binary16::f16 half::bfloat::bf16; do
-        want="posenc::engine::x86_64::$t::run::<posenc::$k<$d>>"
+        if [ "$k" = engine::rope::Rotate ]; then
+          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d, false, true, true>>"
+        else
+          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d>>"
+        fi
         grep -qF $'\t'"$want" "$work/names" || {
           echo "check-asm: FAIL $want not found" >&2
           fails=1
@@ -119,6 +139,7 @@ if check 'vbogus_never_emitted' 2>"$work/selftest"; then
   echo "check-asm: self-test FAILED: a missing pattern went unnoticed" >&2
   exit 1
 fi
-echo "check-asm: self-test: $(grep -c 'self-test pattern' "$work/selftest") rope instantiations reported missing vbogus_never_emitted (expected 6)"
-[ "$(grep -c 'self-test pattern' "$work/selftest")" -eq 6 ] || { echo "check-asm: self-test FAILED" >&2; exit 1; }
+n_rope=$(grep -c '::rope::Rotate<' "$work/names")
+echo "check-asm: self-test: $(grep -c 'self-test pattern' "$work/selftest") rope instantiations reported missing vbogus_never_emitted (expected $n_rope)"
+[ "$(grep -c 'self-test pattern' "$work/selftest")" -eq "$n_rope" ] || { echo "check-asm: self-test FAILED" >&2; exit 1; }
 echo "check-asm: OK (ymm/zmm, vfmadd, f16 conversions present; self-test caught a missing pattern)"

@@ -2,14 +2,14 @@
 //!
 //! Every entry point validates its arguments (lengths, shapes, views) before anything is
 //! written, describes the work as a [`Job`] over [`Target`]s, and hands it to the engine once
-//! (`dispatch(backend, Rotate { .. })`). Frequencies come from `scaling.rs` once per [`Rope`].
+//! (`engine::rope::rotate`). Frequencies come from `scaling.rs` once per [`Rope`].
 
 use crate::axes::Axes;
 use crate::element::Element;
 use crate::engine::angles::CosSinTable;
 use crate::engine::dispatch::{dispatch, is_available};
 use crate::engine::job::{Angles, Job, Positions, Span, Target};
-use crate::engine::rope::Rotate;
+use crate::engine::rope;
 use crate::error::Error;
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
 use crate::types::{Backend, Layout, Rounding};
@@ -529,13 +529,7 @@ impl Rope {
         let job = self.job(Positions::Plain(positions), positions.len(), m, m);
         let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
         let mut targets = [Target { x: q, spans: &qs }, Target { x: k, spans: &ks }];
-        dispatch(
-            self.backend,
-            Rotate {
-                targets: &mut targets,
-                job,
-            },
-        );
+        rope::rotate(self.backend, &mut targets, job);
         Ok(())
     }
 
@@ -627,13 +621,7 @@ impl Rope {
 
     fn run<T: Element>(&self, x: &mut [T], spans: &[Span], job: &Job<'_>) {
         let mut targets = [Target { x, spans }];
-        dispatch(
-            self.backend,
-            Rotate {
-                targets: &mut targets,
-                job: *job,
-            },
-        );
+        rope::rotate(self.backend, &mut targets, *job);
     }
 
     /// Writes the cos/sin tables for `positions`: `tokens × rotary_dim/2` each, attention
@@ -836,12 +824,6 @@ pub fn apply_with_table_on<T: Element>(
         round: Rounding::Once,
     };
     let mut targets = [Target { x, spans: &span }];
-    dispatch(
-        backend,
-        Rotate {
-            targets: &mut targets,
-            job,
-        },
-    );
+    rope::rotate(backend, &mut targets, job);
     Ok(())
 }

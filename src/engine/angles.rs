@@ -226,10 +226,10 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
-    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes, rounded
-    /// to `T` as HF rounds cos/sin to the model dtype.
+    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes (never
+    /// when `ONCE`), rounded to `T` as HF rounds cos/sin to the model dtype.
     #[inline(always)]
-    pub(crate) fn block<T: Element, const IL: bool>(
+    pub(crate) fn block<T: Element, const IL: bool, const ONCE: bool>(
         &self,
         s: S,
         t: usize,
@@ -239,7 +239,7 @@ impl<'a, S: Simd> Source<'a, S> {
     ) {
         let k = b * S::LANES;
         let (mut c, mut sn) = self.cos_sin(s, t, j0 + k);
-        if self.round != Rounding::Once {
+        if !ONCE && self.round != Rounding::Once {
             c = s.round_to::<T>(c);
             sn = s.round_to::<T>(sn);
         }

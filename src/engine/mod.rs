@@ -12,6 +12,8 @@
 //! rope.rs       the RoPE driver: one streaming loop for every layout, dtype and angle source
 //!               (Kernel: Rotate)
 //! ceiling.rs    the memory ceiling x = x·a + b (Kernel: Axpb, memory_ceiling_pass)
+//! three_term.rs the recurrence y(j+2) = k·y(j+1) − y(j) down a block of rows (the
+//!               sinusoidal fill's inner loop)
 //! dispatch.rs   dispatch(backend, kernel): the one place a tier is chosen; Backend's methods
 //! detect.rs     what this CPU runs, detected once and cached
 //! scalar.rs     the reference tier (2 lanes of plain Rust arithmetic, the test oracle)
@@ -44,6 +46,7 @@ pub(crate) mod math;
 mod portable;
 pub(crate) mod rope;
 mod scalar;
+pub(crate) mod three_term;
 pub(crate) mod vector;
 #[cfg(target_arch = "x86_64")]
 mod x86_64;

@@ -35,19 +35,49 @@
 //! rotate_half are bitwise the same rotation, and results do not depend on how a call is split.
 
 use super::angles::{CHUNK, Padded, Source, Tab, interleaved};
+use super::dispatch::dispatch;
 use super::job::{Job, Span, Target};
-use super::vector::{Kernel, Simd, pad};
+use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::Element;
-use crate::types::Rounding;
+use crate::types::{Backend, Rounding};
 use core::mem::MaybeUninit;
 
-/// Rotates `targets` as `job` says (validated by the API layer).
-pub(crate) struct Rotate<'a, 'b, T> {
+/// Rotates `targets` as `job` says (validated by the API layer) on `backend`.
+///
+/// Layout, rounding and the common shape (one chunk of whole vectors per token) are chosen
+/// here, before dispatch, as constants of the kernel: each combination is its own
+/// `#[target_feature]` instantiation, so the inner loops test none of them, and each function
+/// stays small enough to keep its values in registers (one function holding every variant
+/// measured slower in `cargo bench --bench ratio`, and its debug-build frame outgrew a rayon
+/// worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds on every tier.
+pub(crate) fn rotate<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
+    let half = job.rotary_dim / 2;
+    let whole = half <= CHUNK && half.is_multiple_of(MAX_LANES);
+    macro_rules! go {
+        ($il:literal, $once:literal, $whole:literal) => {
+            dispatch(backend, Rotate::<T, $il, $once, $whole> { targets, job })
+        };
+    }
+    match (interleaved(job.layout), job.round == Rounding::Once, whole) {
+        (true, true, true) => go!(true, true, true),
+        (false, true, true) => go!(false, true, true),
+        (true, true, false) => go!(true, true, false),
+        (false, true, false) => go!(false, true, false),
+        (true, false, _) => go!(true, false, false),
+        (false, false, _) => go!(false, false, false),
+    }
+}
+
+/// The RoPE kernel for one layout (`IL`: interleaved), rounding (`ONCE`: posenc's) and shape
+/// (`WHOLE`: one chunk of whole vectors per token); see [`rotate`].
+pub(crate) struct Rotate<'a, 'b, T, const IL: bool, const ONCE: bool, const WHOLE: bool> {
     pub targets: &'a mut [Target<'b, T>],
     pub job: Job<'a>,
 }
 
-impl<T: Element> Kernel for Rotate<'_, '_, T> {
+impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
+    for Rotate<'_, '_, T, IL, ONCE, WHOLE>
+{
     type Output = ();
 
     #[inline(always)]
@@ -74,19 +104,7 @@ impl<T: Element> Kernel for Rotate<'_, '_, T> {
             chunks: half.div_ceil(CHUNK),
             round: job.round,
         };
-        // Layout and rounding as constants, so the inner loops test neither; and the common
-        // shape (one chunk of whole vectors per token) as a constant too, so its loops carry
-        // no tail and no chunk offsets (`cargo bench --bench ratio`: the per-head overhead is
-        // a visible share of a head's work at head_dim 128).
-        let whole = run.chunks == 1 && half.is_multiple_of(S::LANES);
-        match (interleaved(job.layout), job.round == Rounding::Once, whole) {
-            (true, true, true) => run.stream::<T, true, true, true>(self.targets),
-            (false, true, true) => run.stream::<T, false, true, true>(self.targets),
-            (true, true, false) => run.stream::<T, true, true, false>(self.targets),
-            (false, true, false) => run.stream::<T, false, true, false>(self.targets),
-            (true, false, _) => run.stream::<T, true, false, false>(self.targets),
-            (false, false, _) => run.stream::<T, false, false, false>(self.targets),
-        }
+        run.stream::<T, IL, ONCE, WHOLE>(self.targets);
     }
 }
 
@@ -170,10 +188,10 @@ impl<S: Simd> Run<'_, S> {
 
     /// Computes the next block of `next`, if any is left.
     #[inline(always)]
-    fn advance<T: Element, const IL: bool>(&self, next: &mut Pending<'_>) {
+    fn advance<T: Element, const IL: bool, const ONCE: bool>(&self, next: &mut Pending<'_>) {
         if next.done < next.blocks {
             self.src
-                .block::<T, IL>(self.s, next.t, next.j0, next.done, next.tab);
+                .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab);
             next.done += 1;
         }
     }
@@ -186,7 +204,7 @@ impl<S: Simd> Run<'_, S> {
     ) {
         let items = self.tokens * self.chunks;
         let mut tabs = [Tab::new(), Tab::new()];
-        self.complete::<T, IL>(&mut self.pending(0, &mut tabs[0]));
+        self.complete::<T, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
         let single = self.tokens == 1;
         for i in 0..items {
             let (a, b) = tabs.split_at_mut(1);
@@ -205,36 +223,44 @@ impl<S: Simd> Run<'_, S> {
                     // in `target.x`; `base` is head 0 of token `t`, one of those windows' start.
                     let base = unsafe { x.add(span.offset + t * span.token_stride) };
                     let mut h = 0;
+                    // SAFETY (the calls below): heads `h .. h + H ≤ n_heads` of token `t` are
+                    // windows proven in bounds, and `rotate` stays inside pairs
+                    // `j0 .. j0 + n ≤ half` of each; `cur` holds the item's table.
+                    if single {
+                        while h + 4 <= nh {
+                            let p = base.wrapping_add(h * hs);
+                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 4>(p, hs, j0, n, cur) };
+                            self.advance::<T, IL, ONCE>(&mut next);
+                            h += 4;
+                        }
+                    }
+                    if !IL || single {
+                        while h + 2 <= nh {
+                            let p = base.wrapping_add(h * hs);
+                            // SAFETY: as above.
+                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 2>(p, hs, j0, n, cur) };
+                            self.advance::<T, IL, ONCE>(&mut next);
+                            h += 2;
+                        }
+                    }
                     while h < nh {
                         let p = base.wrapping_add(h * hs);
-                        // SAFETY (the three calls): heads `h .. h + H ≤ n_heads` of token `t`
-                        // are windows proven in bounds, and `rotate` stays inside pairs
-                        // `j0 .. j0 + n ≤ half` of each; `cur` holds the item's table.
-                        h += if single && h + 4 <= nh {
-                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 4>(p, hs, j0, n, cur) };
-                            4
-                        } else if (!IL || single) && h + 2 <= nh {
-                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 2>(p, hs, j0, n, cur) };
-                            2
-                        } else {
-                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 1>(p, hs, j0, n, cur) };
-                            1
-                        };
-                        // One block of the next table per pass (one call site: every inlined
-                        // copy of the angle code is code size, and stack in debug builds).
-                        self.advance::<T, IL>(&mut next);
+                        // SAFETY: as above.
+                        unsafe { self.rotate::<T, IL, ONCE, WHOLE, 1>(p, hs, j0, n, cur) };
+                        self.advance::<T, IL, ONCE>(&mut next);
+                        h += 1;
                     }
                 }
             }
-            self.complete::<T, IL>(&mut next);
+            self.complete::<T, IL, ONCE>(&mut next);
         }
     }
 
     /// Computes what is left of `next`.
     #[inline(always)]
-    fn complete<T: Element, const IL: bool>(&self, next: &mut Pending<'_>) {
+    fn complete<T: Element, const IL: bool, const ONCE: bool>(&self, next: &mut Pending<'_>) {
         while next.done < next.blocks {
-            self.advance::<T, IL>(next);
+            self.advance::<T, IL, ONCE>(next);
         }
     }
 

@@ -17,12 +17,12 @@
 //! run of columns needs no shuffles whatever the layout. (A rotation per row costs more
 //! arithmetic and needs both of a pair's values together.)
 //!
-//! Inside a block, a span's columns go in strips of whole vectors, `PASS` rows at a time; each
-//! strip's state makes one round trip through L1 per pass. Row groups keep a group's rows in
+//! Inside a block, a span's columns run through `engine::three_term` (strips of whole vectors,
+//! a few rows at a time). Row groups keep a group's rows in
 //! L2 while every chunk of frequencies writes them (sweeping one chunk across the whole table
 //! touches every row once per chunk). The order changes no value. Settled with `cargo bench
 //! --bench ratio` (the sinusoidal rows) and `cargo bench --bench sinusoidal`: `SIN_BLOCK`
-//! 256 against 64, 128 and 512; `PASS` 8 against 4 and 16; groups against whole-table sweeps.
+//! 256 against 64, 128 and 512; groups against whole-table sweeps.
 //!
 //! Error, positions `p < 2^24`, vs the f64 formula `sin/cos(p·ω_exact)`:
 //! * the angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within ~8 ulps
@@ -43,6 +43,10 @@
 use super::spec::SinSpec;
 use crate::element::Element;
 use crate::engine::math::sin_cos64;
+use crate::engine::three_term::{self, Columns};
+
+// A chunk's columns (two per frequency) fit one span of the recurrence.
+const _: () = assert!(2 * SIN_CHUNK <= three_term::MAX_COLUMNS);
 use crate::engine::vector::Simd;
 use crate::trig;
 use crate::types::SinusoidalLayout;
@@ -53,23 +57,6 @@ pub(crate) const SIN_BLOCK: u64 = 256;
 const SIN_GROUP_BYTES: u64 = 512 << 10;
 /// Frequencies per chunk.
 pub(crate) const SIN_CHUNK: usize = 64;
-/// Rows per pass over a strip (even).
-const PASS: usize = 8;
-
-/// One span of consecutive output columns of one anchor block: column `col0 + c` of block row
-/// `j` holds `y_j[c]`, where `y_0`, `y_1` are the f64 values at block rows 0 and 1 and
-/// `y_{j+2} = k[c]·y_{j+1} − y_j` (unfused, in this order on every tier); each value rounded
-/// once to f32 and once to `T`.
-struct SinCols<'a> {
-    /// Row width.
-    d: usize,
-    /// The span's first column.
-    col0: usize,
-    /// Per column of the span: values at block rows 0 and 1, and the step `2·cos ω`.
-    y0: &'a [f64],
-    y1: &'a [f64],
-    k: &'a [f64],
-}
 
 /// `sin/cos(p·w[i])` in f64 for every `i` (`trig::sin_cos_f64` per lane): the start values
 /// and steps of the recurrence.
@@ -156,14 +143,14 @@ pub(crate) fn fill<S: Simd, T: Element>(s: S, out: &mut [T], spec: &SinSpec, fir
                 let r1 = (a + j1 - first) as usize;
                 let block = &mut out[r0 * d..r1 * d];
                 for &(col0, c0, c1) in spans.iter().filter(|sp| sp.2 > sp.1) {
-                    let sp = SinCols {
+                    let sp = Columns {
                         d,
                         col0,
                         y0: &y0[c0..c1],
                         y1: &y1[c0..c1],
                         k: &k[c0..c1],
                     };
-                    span_rows(s, block, &sp, j0 as usize, j1 as usize);
+                    three_term::run(s, block, &sp, j0 as usize, j1 as usize);
                 }
                 a += SIN_BLOCK;
             }
@@ -177,124 +164,5 @@ pub(crate) fn fill<S: Simd, T: Element>(s: S, out: &mut [T], spec: &SinSpec, fir
             let r = (pad - first as i64) as usize;
             out[r * d..(r + 1) * d].fill(T::from_f32(0.0));
         }
-    }
-}
-
-/// Block rows `j0 .. j1` of one span (`rows` holds exactly those rows): strips of `2·LANES`
-/// columns (four f64 vectors), then one of `LANES`, then single columns.
-#[inline(always)]
-fn span_rows<S: Simd, T: Element>(s: S, rows: &mut [T], sp: &SinCols<'_>, j0: usize, j1: usize) {
-    let (l, m) = (S::LANES, sp.k.len());
-    let m4 = m / (2 * l) * (2 * l);
-    let m2 = m4 + (m - m4) / l * l;
-    let mut ya = [0.0f64; 2 * SIN_CHUNK];
-    let mut yb = [0.0f64; 2 * SIN_CHUNK];
-    ya[..m].copy_from_slice(sp.y0);
-    yb[..m].copy_from_slice(sp.y1);
-    let mut j = 0;
-    while j < j1 {
-        let (ya, yb, js) = (&mut ya[..], &mut yb[..], (j, j0, j1));
-        if j >= j0 && j + PASS <= j1 {
-            strips::<S, T, 4, true>(s, rows, sp, ya, yb, (0, m4), js);
-            strips::<S, T, 2, true>(s, rows, sp, ya, yb, (m4, m2), js);
-        } else {
-            // Starts before `j0` or ends past `j1` (a fill's first or last pass).
-            strips::<S, T, 4, false>(s, rows, sp, ya, yb, (0, m4), js);
-            strips::<S, T, 2, false>(s, rows, sp, ya, yb, (m4, m2), js);
-        }
-        j += PASS;
-    }
-    // Fewer than LANES columns left: the same operations, one column at a time.
-    for c in m2..m {
-        column(rows, sp, c, j0, j1);
-    }
-}
-
-/// [`pass`] over a span's strips `c .. cend` of `V·LANES/2` columns.
-#[inline(always)]
-fn strips<S: Simd, T: Element, const V: usize, const FULL: bool>(
-    s: S,
-    rows: &mut [T],
-    sp: &SinCols<'_>,
-    ya: &mut [f64],
-    yb: &mut [f64],
-    (c, cend): (usize, usize),
-    js: (usize, usize, usize),
-) {
-    for c in (c..cend).step_by(V * S::LANES / 2) {
-        pass::<S, T, V, FULL>(s, rows, sp, (&mut *ya, &mut *yb), c, js);
-    }
-}
-
-/// One pass over one strip: span columns `c .. c + V·LANES/2`, block rows `j .. j + PASS`,
-/// the state (values at rows `j`, `j + 1`) loaded from and stored back to `ya`, `yb`. Rows
-/// outside `j0 .. j1` are stepped through but not written; `FULL`: the whole pass lies inside
-/// them.
-#[inline(always)]
-fn pass<S: Simd, T: Element, const V: usize, const FULL: bool>(
-    s: S,
-    rows: &mut [T],
-    sp: &SinCols<'_>,
-    (ya, yb): (&mut [f64], &mut [f64]),
-    c: usize,
-    (j, j0, j1): (usize, usize, usize),
-) {
-    let h = S::LANES / 2;
-    // Plain loops, not `array::from_fn`: its closure would not inherit the target features.
-    let zero = s.dsplat(0.0);
-    let (mut k, mut a, mut b) = ([zero; V], [zero; V], [zero; V]);
-    for v in 0..V {
-        k[v] = s.load_d(&sp.k[c + v * h..]);
-        a[v] = s.load_d(&ya[c + v * h..]);
-        b[v] = s.load_d(&yb[c + v * h..]);
-    }
-    let dc = (sp.d, sp.col0 + c);
-    for g in (0..PASS).step_by(2) {
-        row::<S, T, V, FULL>(s, rows, dc, &a, (j + g, j0, j1));
-        for v in 0..V {
-            a[v] = s.dsub(s.dmul(k[v], b[v]), a[v]);
-        }
-        row::<S, T, V, FULL>(s, rows, dc, &b, (j + g + 1, j0, j1));
-        for v in 0..V {
-            b[v] = s.dsub(s.dmul(k[v], a[v]), b[v]);
-        }
-    }
-    for v in 0..V {
-        s.store_d(a[v], &mut ya[c + v * h..]);
-        s.store_d(b[v], &mut yb[c + v * h..]);
-    }
-}
-
-/// Block row `jj` of a pass (`rows` starts at block row `j0`), columns `col .. col +
-/// V·LANES/2`, from the `V` f64 vectors `y`, rounded to f32 and to `T`. Skipped unless
-/// `j0 ≤ jj < j1` (`FULL`: the caller knows the whole pass is inside, so the test compiles
-/// away). `V` even.
-#[inline(always)]
-fn row<S: Simd, T: Element, const V: usize, const FULL: bool>(
-    s: S,
-    rows: &mut [T],
-    (d, col): (usize, usize),
-    y: &[S::D; V],
-    (jj, j0, j1): (usize, usize, usize),
-) {
-    if FULL || (jj >= j0 && jj < j1) {
-        let r = &mut rows[(jj - j0) * d + col..];
-        for v in (0..V).step_by(2) {
-            s.store::<T>(s.narrow(y[v], y[v + 1]), &mut r[v * S::LANES / 2..]);
-        }
-    }
-}
-
-/// Column `c` of a span, down block rows `0 .. j1` (written from `j0`): the recurrence's
-/// operations for one column.
-#[inline(always)]
-fn column<T: Element>(rows: &mut [T], sp: &SinCols<'_>, c: usize, j0: usize, j1: usize) {
-    let (d, col) = (sp.d, sp.col0 + c);
-    let (mut p, mut q, k) = (sp.y0[c], sp.y1[c], sp.k[c]);
-    for j in 0..j1 {
-        if j >= j0 {
-            rows[(j - j0) * d + col] = T::from_f32(p as f32);
-        }
-        (p, q) = (q, k * q - p);
     }
 }
