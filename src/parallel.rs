@@ -40,9 +40,10 @@ pub const PAR_GRAIN: usize = 16 * 1024;
 
 /// Tokens per task when a token is shorter than the grain: at least the grain, and otherwise
 /// as long as possible with about four tasks per thread (for balance). Long tasks matter:
-/// the x86 fast path computes each token's cos/sin behind the previous token's heads, so
-/// every task boundary costs one cos/sin computation in the open; tasks of one grain (4
-/// tokens of 32 × 128) measured `par_apply` on a one-thread pool 17% slower than `apply`.
+/// the RoPE driver computes each token's cos/sin behind the previous token's heads, so every
+/// task boundary costs one cos/sin computation in the open; tasks of one grain (4 tokens of
+/// 32 × 128) made `par_apply` on a one-thread pool visibly slower than `apply` (`cargo bench
+/// --features rayon --bench parallel`).
 fn tokens_per_task(tokens: usize, row: usize) -> usize {
     let tasks = 4 * rayon::current_num_threads();
     PAR_GRAIN.div_ceil(row).max(tokens.div_ceil(tasks))

@@ -1,16 +1,12 @@
-//! The x86 tiers' RoPE fast path (`src/arch/x86_64/fast.rs`: one position per token,
-//! single rounding, whole vectors per head, next token's cos/sin pipelined) against the
-//! generic driver on the same backend, bit for bit.
-//!
-//! `Rope::apply` takes the fast path when it qualifies; `apply_with_table_on` always runs the
-//! generic driver. Fed the tables `fill_cos_sin` writes (bitwise the fast path's own cos/sin,
-//! attention factor included), both must give identical bits: same cos/sin, same fused
-//! expressions. Shapes cover rotary dims the fast path takes (multiples of 8 / 16 pairs) and
-//! ones it declines, partial rotary (head stride ≠ window), 1–9 heads (decode's
+//! The RoPE driver's two angle sources against each other on the same backend, bit for bit:
+//! `Rope::apply` computes each token's exact-angle cos/sin inside the driver (the next token's
+//! pipelined behind the current one's heads), `apply_with_table_on` reads them from the tables
+//! `fill_cos_sin` writes (bitwise the driver's own cos/sin, attention factor included). Both
+//! must give identical bits: same cos/sin, same fused expressions. Shapes cover rotary dims
+//! that are whole vectors (multiples of 8 / 16 pairs, the driver's common shape) and ones with
+//! a partial last vector, partial rotary (head stride ≠ window), 1–9 heads (decode's
 //! four-heads-per-pass loop, the two-heads-per-pass loop and their remainders), and 1–5
-//! tokens (the pipeline's first, middle and last tokens). On backends without a fast path
-//! (scalar, portable) the test still holds and checks the generic driver against itself
-//! through both entry points.
+//! tokens (the pipeline's first, middle and last tokens), on every backend.
 
 mod common;
 
