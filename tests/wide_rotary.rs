@@ -32,16 +32,16 @@ fn check<T: Element>(backend: Backend, head_dim: usize, rotary_dim: usize, layou
     rope.apply(&mut y, heads, &positions).unwrap();
     let half = rotary_dim / 2;
     let w = rope.inv_freq();
-    for t in 0..tokens {
+    for (t, &p) in positions.iter().enumerate() {
         for h in 0..heads {
             let base = (t * heads + h) * head_dim;
-            for j in 0..half {
+            for (j, &wj) in w.iter().enumerate() {
                 let (ia, ib) = match layout {
                     Layout::Interleaved => (base + 2 * j, base + 2 * j + 1),
                     Layout::RotateHalf => (base + j, base + j + half),
                 };
                 let (a, b) = (x[ia].to_f32() as f64, x[ib].to_f32() as f64);
-                let angle = positions[t] as f64 * w[j] as f64;
+                let angle = p as f64 * wj as f64;
                 let (s, c) = angle.sin_cos();
                 let want = [a * c - b * s, b * c + a * s];
                 let got = [y[ia].to_f32() as f64, y[ib].to_f32() as f64];

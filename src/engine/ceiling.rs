@@ -2,8 +2,8 @@
 //! stores as a rotation over the same bytes with the least arithmetic.
 
 use super::dispatch::{dispatch, is_available};
-use super::vector::{Kernel, Simd, pad};
-use crate::element::Element;
+use super::vector::{Kernel, Simd, pad, retype};
+use crate::element::{Dtype, Element};
 use crate::error::Error;
 use crate::types::Backend;
 
@@ -57,6 +57,26 @@ pub fn memory_ceiling_pass<T: Element>(
     if !is_available(backend) {
         return Err(Error::BackendUnavailable { backend });
     }
-    dispatch(backend, Axpb { x, a, b });
+    match T::DTYPE {
+        Dtype::F32 => axpb_f32(backend, retype(x), a, b),
+        Dtype::F16 => axpb_f16(backend, retype(x), a, b),
+        Dtype::Bf16 => axpb_bf16(backend, retype(x), a, b),
+    }
     Ok(())
+}
+
+// Instantiated once per dtype, here in posenc (see `rope::rotate` for why).
+#[inline(never)]
+fn axpb_f32(backend: Backend, x: &mut [f32], a: f32, b: f32) {
+    dispatch(backend, Axpb { x, a, b })
+}
+
+#[inline(never)]
+fn axpb_f16(backend: Backend, x: &mut [half::f16], a: f32, b: f32) {
+    dispatch(backend, Axpb { x, a, b })
+}
+
+#[inline(never)]
+fn axpb_bf16(backend: Backend, x: &mut [half::bf16], a: f32, b: f32) {
+    dispatch(backend, Axpb { x, a, b })
 }

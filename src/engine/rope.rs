@@ -38,19 +38,57 @@ use super::angles::{CHUNK, Padded, Source, Tab, interleaved};
 use super::dispatch::dispatch;
 use super::job::{Job, Span, Target};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
-use crate::element::Element;
+use crate::element::{Dtype, Element};
 use crate::types::{Backend, Rounding};
 use core::mem::MaybeUninit;
 
 /// Rotates `targets` as `job` says (validated by the API layer) on `backend`.
 ///
-/// Layout, rounding and the common shape (one chunk of whole vectors per token) are chosen
+/// The kernels are instantiated once per dtype, here in posenc (`rotate_f32`, …): a generic
+/// entry point would otherwise compile every tier's variants into each crate that calls it
+/// (every test binary, every user crate), which dominated `cargo test`'s build time.
+#[inline]
+pub(crate) fn rotate<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
+    match T::DTYPE {
+        Dtype::F32 => rotate_f32(backend, retype_targets(targets), job),
+        Dtype::F16 => rotate_f16(backend, retype_targets(targets), job),
+        Dtype::Bf16 => rotate_bf16(backend, retype_targets(targets), job),
+    }
+}
+
+#[inline(never)]
+fn rotate_f32(backend: Backend, targets: &mut [Target<'_, f32>], job: Job<'_>) {
+    rotate_as(backend, targets, job)
+}
+
+#[inline(never)]
+fn rotate_f16(backend: Backend, targets: &mut [Target<'_, half::f16>], job: Job<'_>) {
+    rotate_as(backend, targets, job)
+}
+
+#[inline(never)]
+fn rotate_bf16(backend: Backend, targets: &mut [Target<'_, half::bf16>], job: Job<'_>) {
+    rotate_as(backend, targets, job)
+}
+
+/// `targets` as targets of `U`, which `T` is (see `vector::retype`).
+#[inline(always)]
+fn retype_targets<'a, 'b, T: Element, U: Element>(
+    targets: &'a mut [Target<'b, T>],
+) -> &'a mut [Target<'b, U>] {
+    assert!(T::DTYPE == U::DTYPE);
+    // SAFETY: `T` and `U` are the same type (one `Element` per dtype), so `Target<'b, T>` and
+    // `Target<'b, U>` are the same type too; the length and borrow carry over.
+    unsafe { core::slice::from_raw_parts_mut(targets.as_mut_ptr().cast(), targets.len()) }
+}
+
+/// [`rotate`] for one dtype. Layout, rounding and the common shape (one chunk of whole vectors per token) are chosen
 /// here, before dispatch, as constants of the kernel: each combination is its own
 /// `#[target_feature]` instantiation, so the inner loops test none of them, and each function
 /// stays small enough to keep its values in registers (one function holding every variant
 /// measured slower in `cargo bench --bench ratio`, and its debug-build frame outgrew a rayon
 /// worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds on every tier.
-pub(crate) fn rotate<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
+fn rotate_as<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
     let half = job.rotary_dim / 2;
     let whole = half <= CHUNK && half.is_multiple_of(MAX_LANES);
     macro_rules! go {

@@ -229,6 +229,18 @@ fn cast<T: 'static, U: 'static>(p: *const T) -> *const U {
     p.cast()
 }
 
+/// `x` as a slice of `U`, which `T` is: both are `Element`s with the same dtype, and
+/// `Element` is sealed to exactly three types, one per dtype. Lets a generic entry point hand
+/// its buffer to a function written for one concrete dtype (see `rope::rotate`).
+#[inline(always)]
+pub(crate) fn retype<T: Element, U: Element>(x: &mut [T]) -> &mut [U] {
+    assert!(T::DTYPE == U::DTYPE);
+    // SAFETY: `T` and `U` have the same dtype, so they are the same type (the sealed
+    // `Element` has one type per dtype): same size, alignment and validity; the length and
+    // the borrow carry over unchanged.
+    unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<U>(), x.len()) }
+}
+
 /// Copies `src` into the front of a zeroed `MAX_LANES`-wide buffer: vector tails run the same
 /// code on padding, so every element gets the same operations as in a full vector.
 #[inline(always)]

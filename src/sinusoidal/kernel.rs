@@ -2,8 +2,66 @@
 
 use super::spec::{Rows, SinSpec};
 use super::{direct, recurrence};
-use crate::element::Element;
-use crate::engine::vector::{Kernel, Simd};
+use crate::element::{Dtype, Element};
+use crate::engine::dispatch::dispatch;
+use crate::engine::vector::{Kernel, Simd, retype};
+use crate::types::Backend;
+
+/// Fills (or adds to) `out`, whole rows of `rows` (validated by the caller), on `backend`.
+/// Instantiated once per dtype, here in posenc (see `engine::rope::rotate` for why).
+#[inline]
+pub(crate) fn sinusoids<T: Element>(
+    backend: Backend,
+    out: &mut [T],
+    spec: &SinSpec,
+    rows: Rows<'_>,
+    add: bool,
+) {
+    match T::DTYPE {
+        Dtype::F32 => sinusoids_f32(backend, retype(out), spec, rows, add),
+        Dtype::F16 => sinusoids_f16(backend, retype(out), spec, rows, add),
+        Dtype::Bf16 => sinusoids_bf16(backend, retype(out), spec, rows, add),
+    }
+}
+
+#[inline(never)]
+fn sinusoids_f32(b: Backend, out: &mut [f32], spec: &SinSpec, rows: Rows<'_>, add: bool) {
+    dispatch(
+        b,
+        Sinusoids {
+            out,
+            spec,
+            rows,
+            add,
+        },
+    )
+}
+
+#[inline(never)]
+fn sinusoids_f16(b: Backend, out: &mut [half::f16], spec: &SinSpec, rows: Rows<'_>, add: bool) {
+    dispatch(
+        b,
+        Sinusoids {
+            out,
+            spec,
+            rows,
+            add,
+        },
+    )
+}
+
+#[inline(never)]
+fn sinusoids_bf16(b: Backend, out: &mut [half::bf16], spec: &SinSpec, rows: Rows<'_>, add: bool) {
+    dispatch(
+        b,
+        Sinusoids {
+            out,
+            spec,
+            rows,
+            add,
+        },
+    )
+}
 
 /// Fills (or adds to) `out`, whole rows of `rows` (validated by the caller).
 pub(crate) struct Sinusoids<'a, T> {

@@ -10,10 +10,9 @@ mod recurrence;
 mod spec;
 
 use crate::element::Element;
-use crate::engine::dispatch::{dispatch, is_available};
+use crate::engine::dispatch::is_available;
 use crate::error::Error;
 use crate::types::{Backend, SinusoidalLayout};
-use kernel::Sinusoids;
 use spec::{Rows, SinSpec};
 
 /// A sinusoidal encoder. Four conventions, mutually incompatible, are built in:
@@ -212,16 +211,7 @@ impl Sinusoidal {
     }
 
     fn run<T: Element>(&self, out: &mut [T], rows: Rows<'_>, add: bool) {
-        let spec = &self.spec;
-        dispatch(
-            self.backend,
-            Sinusoids {
-                out,
-                spec,
-                rows,
-                add,
-            },
-        );
+        kernel::sinusoids(self.backend, out, &self.spec, rows, add);
     }
 
     /// Fills `out` (`rows × d_model`) with the rows of positions `first_position ..`.
