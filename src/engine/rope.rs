@@ -261,12 +261,13 @@ impl<S: Simd> Run<'_, S> {
                     // in `target.x`; `base` is head 0 of token `t`, one of those windows' start.
                     let base = unsafe { x.add(span.offset + t * span.token_stride) };
                     let mut h = 0;
-                    // SAFETY (the calls below): heads `h .. h + H ≤ n_heads` of token `t` are
-                    // windows proven in bounds, and `rotate` stays inside pairs
-                    // `j0 .. j0 + n ≤ half` of each; `cur` holds the item's table.
                     if single {
                         while h + 4 <= nh {
                             let p = base.wrapping_add(h * hs);
+                            // SAFETY: (this call and the two below) heads `h .. h + H ≤
+                            // n_heads` of token `t` are windows proven in bounds, and `rotate`
+                            // stays inside pairs `j0 .. j0 + n ≤ half` of each; `cur` holds
+                            // the item's table.
                             unsafe { self.rotate::<T, IL, ONCE, WHOLE, 4>(p, hs, j0, n, cur) };
                             self.advance::<T, IL, ONCE>(&mut next);
                             h += 4;

@@ -130,7 +130,7 @@ unsafe fn pass<S: Simd, T: Element, const V: usize, const FULL: bool>(
     }
     let dc = (sp.d, sp.col0 + c);
     for g in (0..PASS).step_by(2) {
-        // SAFETY (both rows): the caller's precondition.
+        // SAFETY: (both rows) the caller's precondition.
         unsafe { row::<S, T, V, FULL>(s, base, dc, &a, (j + g, j0, j1)) };
         for v in 0..V {
             a[v] = s.dsub(s.dmul(k[v], b[v]), a[v]);
