@@ -55,7 +55,8 @@ unsafe fn fill<E: Dtype>(
 }
 
 /// Fills (`add` false) or adds to (`add` true) `out` the rows of `positions`: the logic of
-/// `fill_positions` and `add`.
+/// `fill_positions` and `add`, once for every dtype (the `posenc_sinusoidal_fill_positions_*`
+/// and `posenc_sinusoidal_add_*` entry points).
 ///
 /// # Safety
 /// `out` points to `len` writable `E::C`, `positions` to `n_positions` readable `int32_t`
@@ -87,51 +88,6 @@ unsafe fn with_positions<E: Dtype>(
             Ok(pe.fill_positions(out, p)?)
         }
     })
-}
-
-/// The `posenc_sinusoidal_fill_positions_*` entry points, once for every dtype.
-///
-/// # Safety
-/// As `with_positions`.
-unsafe fn fill_positions<E: Dtype>(
-    d_model: usize,
-    base: f32,
-    layout: PosencSinusoidalLayout,
-    out: *mut E::C,
-    len: usize,
-    positions: *const i32,
-    n_positions: usize,
-) -> c_int {
-    // SAFETY: forwarded caller contract.
-    unsafe {
-        with_positions::<E>(
-            d_model,
-            base,
-            layout,
-            out,
-            len,
-            positions,
-            n_positions,
-            false,
-        )
-    }
-}
-
-/// The `posenc_sinusoidal_add_*` entry points, once for every dtype.
-///
-/// # Safety
-/// As `with_positions`.
-unsafe fn add<E: Dtype>(
-    d_model: usize,
-    base: f32,
-    layout: PosencSinusoidalLayout,
-    x: *mut E::C,
-    len: usize,
-    positions: *const i32,
-    n_positions: usize,
-) -> c_int {
-    // SAFETY: forwarded caller contract.
-    unsafe { with_positions::<E>(d_model, base, layout, x, len, positions, n_positions, true) }
 }
 
 /// Fills `out` (`len` floats, a whole number of rows of `d_model`) with the sinusoidal rows
@@ -215,7 +171,18 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_f32(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `fill_positions` requires.
-    unsafe { fill_positions::<f32>(d_model, base, layout, out, len, positions, n_positions) }
+    unsafe {
+        with_positions::<f32>(
+            d_model,
+            base,
+            layout,
+            out,
+            len,
+            positions,
+            n_positions,
+            false,
+        )
+    }
 }
 
 /// `posenc_sinusoidal_fill_positions_f32` for binary16 output (`uint16_t` bits).
@@ -234,7 +201,18 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_f16(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `fill_positions` requires.
-    unsafe { fill_positions::<f16>(d_model, base, layout, out, len, positions, n_positions) }
+    unsafe {
+        with_positions::<f16>(
+            d_model,
+            base,
+            layout,
+            out,
+            len,
+            positions,
+            n_positions,
+            false,
+        )
+    }
 }
 
 /// `posenc_sinusoidal_fill_positions_f32` for bfloat16 output (`uint16_t` bits).
@@ -253,7 +231,18 @@ pub unsafe extern "C" fn posenc_sinusoidal_fill_positions_bf16(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `fill_positions` requires.
-    unsafe { fill_positions::<bf16>(d_model, base, layout, out, len, positions, n_positions) }
+    unsafe {
+        with_positions::<bf16>(
+            d_model,
+            base,
+            layout,
+            out,
+            len,
+            positions,
+            n_positions,
+            false,
+        )
+    }
 }
 
 /// Adds the sinusoidal rows of `positions` to `x` in place (`len == n_positions * d_model`
@@ -276,7 +265,7 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_f32(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `add` requires.
-    unsafe { add::<f32>(d_model, base, layout, x, len, positions, n_positions) }
+    unsafe { with_positions::<f32>(d_model, base, layout, x, len, positions, n_positions, true) }
 }
 
 /// `posenc_sinusoidal_add_f32` for binary16 elements (`uint16_t` bits).
@@ -294,7 +283,7 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_f16(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `add` requires.
-    unsafe { add::<f16>(d_model, base, layout, x, len, positions, n_positions) }
+    unsafe { with_positions::<f16>(d_model, base, layout, x, len, positions, n_positions, true) }
 }
 
 /// `posenc_sinusoidal_add_f32` for bfloat16 elements (`uint16_t` bits).
@@ -312,5 +301,5 @@ pub unsafe extern "C" fn posenc_sinusoidal_add_bf16(
     n_positions: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `add` requires.
-    unsafe { add::<bf16>(d_model, base, layout, x, len, positions, n_positions) }
+    unsafe { with_positions::<bf16>(d_model, base, layout, x, len, positions, n_positions, true) }
 }
