@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Ids: `rope/{dtype}/{layout}/{shape}/{function}`, `fill_cos_sin/{tokens}/{function}`,
-//! `apply_with_table/{dtype}/{layout}/{shape}/{function}`; `function` is `dispatched`
+//! `table/{dtype}/{layout}/{shape}/{function}`; `function` is `dispatched`
 //! (`Rope::new`, the backend posenc picks), a backend name (`scalar`, `portable`, ...) or
 //! `ceiling`.
 //!
@@ -27,7 +27,7 @@ use criterion::{
     BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
     measurement::WallTime,
 };
-use posenc::{Layout, Rope, RopeConfig, apply_with_table, apply_with_table_on, bf16, f16};
+use posenc::{Layout, Rope, RopeConfig, Table, bf16, f16};
 use std::hint::black_box;
 
 /// Llama-3-style heads: 32 heads of 128 channels, `rope_theta = 500000`.
@@ -194,8 +194,8 @@ fn fill_cos_sin(c: &mut Criterion) {
     }
 }
 
-/// Rotation from caller tables (no trig at all): the closest posenc gets to a pure
-/// memory-bound kernel. Throughput = bytes of `x` only (the tables, 1/32 of x in f32, are
+/// Rotation from a table made once by `Rope::table` (the angles-once path: no trig at all),
+/// the closest posenc gets to a pure memory-bound kernel. Throughput = bytes of `x` only (the tables, 1/32 of x in f32, are
 /// read once per token and shared by all heads).
 fn with_table<T: Store>(c: &mut Criterion) {
     for layout in [Layout::Interleaved, Layout::RotateHalf] {
@@ -206,40 +206,24 @@ fn with_table<T: Store>(c: &mut Criterion) {
         {
             let n = shape.len();
             let id = format!(
-                "apply_with_table/{}/{}/{}",
+                "table/{}/{}/{}",
                 T::DTYPE.name(),
                 layout_name(layout),
                 shape.id()
             );
             let mut g = group(c, id, n * T::DTYPE.size_bytes());
             let mut x: Vec<T> = Vec::new();
-            let mut table: (Vec<f32>, Vec<f32>) = (Vec::new(), Vec::new());
-            let half_n = shape.tokens * HEAD_DIM / 2;
-            let mut tables = |rope: &Rope| {
-                if table.0.len() != half_n {
-                    table = (vec![0.0; half_n], vec![0.0; half_n]);
-                    rope.fill_cos_sin(&shape.positions, &mut table.0, &mut table.1)
-                        .unwrap();
-                }
-                (table.0.clone(), table.1.clone())
-            };
+            let mut buf = vec![0.0f32; rope.table_len(shape.tokens)];
+            let table: Table<'_> = rope.table(&shape.positions, &mut buf).unwrap();
             g.bench_function("dispatched", |b| {
-                let (cos, sin) = tables(&rope);
                 let x = lazy(&mut x, n, 1);
-                b.iter(|| {
-                    apply_with_table(black_box(&mut x[..]), HEADS, HEAD_DIM, layout, &cos, &sin)
-                        .unwrap()
-                })
+                b.iter(|| rope.apply(black_box(&mut x[..]), HEADS, table).unwrap())
             });
             for backend in backends() {
+                let rope = rope.with_backend(backend).unwrap();
                 g.bench_function(backend.name(), |b| {
-                    let (cos, sin) = tables(&rope);
                     let x = lazy(&mut x, n, 1);
-                    b.iter(|| {
-                        let x = black_box(&mut x[..]);
-                        apply_with_table_on(backend, x, HEADS, HEAD_DIM, layout, &cos, &sin)
-                            .unwrap()
-                    })
+                    b.iter(|| rope.apply(black_box(&mut x[..]), HEADS, table).unwrap())
                 });
             }
             bench_ceiling::<T>(&mut g, n);

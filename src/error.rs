@@ -104,6 +104,22 @@ pub enum Error {
         /// The scheme's name, as in HF `rope_type`.
         rope_type: &'static str,
     },
+    /// A position (or delta) does not fit an `i32`, the range RoPE's angles are defined on.
+    ///
+    /// ```
+    /// use posenc::{Error, Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(2, 1e4, Layout::RotateHalf)).unwrap();
+    /// let err = rope.apply(&mut [1.0f32, 0.0], 1, &[u32::MAX]).unwrap_err();
+    /// assert!(matches!(err, Error::PositionOutOfRange { index: 0, .. }));
+    /// ```
+    PositionOutOfRange {
+        /// The argument.
+        what: &'static str,
+        /// Index of the first such position.
+        index: usize,
+        /// Its value.
+        value: i64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -163,6 +179,10 @@ impl fmt::Display for Error {
             Error::UnsupportedScaling { rope_type } => {
                 write!(f, "scaling scheme `{rope_type}` is not implemented yet")
             }
+            Error::PositionOutOfRange { what, index, value } => write!(
+                f,
+                "`{what}[{index}]` is {value}, outside the i32 range RoPE positions take"
+            ),
         }
     }
 }

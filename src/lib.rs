@@ -131,6 +131,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod angles;
 mod axes;
 mod companions;
 mod element;
@@ -146,9 +147,10 @@ mod trig;
 mod types;
 mod view;
 
+pub use angles::{Angles, Position, Positions, Table};
 pub use axes::Axes;
 pub use companions::alibi::{
-    AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
+    AlibiMode, Positions as AlibiPositions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
     alibi_slopes_max_bias,
 };
 pub use companions::permute::{
@@ -165,12 +167,11 @@ pub use error::Error;
 pub use half::{bf16, f16};
 #[cfg(feature = "rayon")]
 pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};
-pub use rope::{Rope, RopeConfig, apply_with_table, apply_with_table_on};
+pub use rope::{Rope, RopeConfig};
 pub use scaling::{LongRope, MAX_ROTARY_DIM, Scaling, Yarn};
 pub use sinusoidal::{Sinusoidal, fairseq_positions};
 pub use trig::sin_cos_exact;
-pub use types::{Backend, Layout, Rounding, SinusoidalLayout};
-pub use view::{MAX_VIEWS, View};
+pub use types::{Backend, Layout, Rounding, SinusoidalLayout, View};
 
 /// The README's code blocks, compiled and run as doctests so the front page cannot rot.
 #[cfg(doctest)]

@@ -15,6 +15,7 @@
 //! elements run on the calling thread: waking the pool costs more than the work. Nothing here
 //! allocates; rayon's splitting uses stack jobs.
 
+use crate::angles::{Angles, Source};
 use crate::element::Element;
 use crate::error::Error;
 use crate::rope::{Rope, check_rows};
@@ -49,31 +50,29 @@ fn tokens_per_task(tokens: usize, row: usize) -> usize {
     PAR_GRAIN.div_ceil(row).max(tokens.div_ceil(tasks))
 }
 
-/// Runs `f(piece, n_heads_of_piece, positions_of_piece)` over disjoint pieces of a
-/// validated token-major buffer `x` (`positions.len() × n_heads × head_dim`).
-fn split_rows<T, F>(x: &mut [T], n_heads: usize, head_dim: usize, positions: &[i32], f: F)
+/// Runs `f(piece, n_heads_of_piece, angles_of_piece)` over disjoint pieces of a
+/// validated token-major buffer `x` (`src.tokens() × n_heads × head_dim`).
+fn split_rows<T, F>(x: &mut [T], n_heads: usize, head_dim: usize, src: Source<'_>, f: F)
 where
     T: Element,
-    F: Fn(&mut [T], usize, &[i32]) + Sync,
+    F: Fn(&mut [T], usize, Source<'_>) + Sync,
 {
     let row = n_heads * head_dim; // validated: no overflow, x.len() == tokens · row
     if x.len() < PAR_MIN_ELEMENTS {
-        f(x, n_heads, positions);
+        f(x, n_heads, src);
     } else if row < PAR_GRAIN {
-        let per = tokens_per_task(positions.len(), row);
+        let per = tokens_per_task(src.tokens(), row);
         x.par_chunks_mut(per * row)
-            .zip(positions.par_chunks(per))
-            .for_each(|(x, p)| f(x, n_heads, p));
+            .enumerate()
+            .for_each(|(i, x)| f(x, n_heads, src.slice(i * per..i * per + x.len() / row)));
     } else {
         // A token alone is larger than the grain: groups of whole heads of one token.
         let group = PAR_GRAIN.div_ceil(head_dim).min(n_heads);
-        x.par_chunks_mut(row)
-            .zip(positions.par_iter())
-            .for_each(|(r, p)| {
-                r.par_chunks_mut(group * head_dim).for_each(|h| {
-                    f(h, h.len() / head_dim, core::slice::from_ref(p));
-                })
-            });
+        x.par_chunks_mut(row).enumerate().for_each(|(t, r)| {
+            r.par_chunks_mut(group * head_dim).for_each(|h| {
+                f(h, h.len() / head_dim, src.slice(t..t + 1));
+            })
+        });
     }
 }
 
@@ -90,19 +89,21 @@ fn ok(r: Result<(), Error>) {
 impl Rope {
     /// `serial` (one of `apply`, `apply_inverse`, `shift`) on runs of rows of `x`, after the
     /// same check `serial` makes, so the errors and the untouched-on-error rule are its own.
-    fn par_rows<T, F>(
+    fn par_rows<'a, T, F>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        per_token: &[i32],
+        at: impl Angles<'a>,
         serial: F,
     ) -> Result<(), Error>
     where
         T: Element,
-        F: Fn(&Rope, &mut [T], usize, &[i32]) -> Result<(), Error> + Sync,
+        F: Fn(&Rope, &mut [T], usize, Source<'_>) -> Result<(), Error> + Sync,
     {
-        check_rows(x.len(), n_heads, self.head_dim(), per_token.len())?;
-        split_rows(x, n_heads, self.head_dim(), per_token, |x, h, p| {
+        let src = at.source();
+        check_rows(x.len(), n_heads, self.head_dim(), src.tokens())?;
+        self.check_source(&src)?;
+        split_rows(x, n_heads, self.head_dim(), src, |x, h, p| {
             ok(serial(self, x, h, p))
         });
         Ok(())
@@ -121,13 +122,13 @@ impl Rope {
     /// rope.apply(&mut serial, 32, &positions).unwrap();
     /// assert_eq!(q, serial);
     /// ```
-    pub fn par_apply<T: Element>(
+    pub fn par_apply<'a, T: Element>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        self.par_rows(x, n_heads, positions, Rope::apply)
+        self.par_rows(x, n_heads, at, |r, x, h, p| r.apply(x, h, p))
     }
 
     /// [`Rope::apply_inverse`] on rayon's current thread pool: bitwise the same result, the
@@ -142,13 +143,13 @@ impl Rope {
     /// rope.par_apply_inverse(&mut k, 8, &positions).unwrap();
     /// assert!(k.iter().all(|v| (v - 0.25).abs() < 1e-6));
     /// ```
-    pub fn par_apply_inverse<T: Element>(
+    pub fn par_apply_inverse<'a, T: Element>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        self.par_rows(x, n_heads, positions, Rope::apply_inverse)
+        self.par_rows(x, n_heads, at, |r, x, h, p| r.apply_inverse(x, h, p))
     }
 
     /// [`Rope::shift`] on rayon's current thread pool (a whole KV cache moved at once):
@@ -163,13 +164,13 @@ impl Rope {
     /// rope.shift(&mut serial, 8, &deltas).unwrap();
     /// assert_eq!(k, serial);
     /// ```
-    pub fn par_shift<T: Element>(
+    pub fn par_shift<'a, T: Element>(
         &self,
         k: &mut [T],
         n_heads: usize,
-        deltas: &[i32],
+        deltas: impl Angles<'a>,
     ) -> Result<(), Error> {
-        self.par_rows(k, n_heads, deltas, Rope::shift)
+        self.par_rows(k, n_heads, deltas, |r, k, h, d| r.shift(k, h, d))
     }
 
     /// [`Rope::apply_qk`] (GQA/MQA: different head counts) on rayon's current thread pool:
@@ -186,34 +187,39 @@ impl Rope {
     /// rope.apply_qk(&mut q2, 32, &mut k2, 8, &positions).unwrap();
     /// assert!(q == q2 && k == k2);
     /// ```
-    pub fn par_apply_qk<T: Element>(
+    pub fn par_apply_qk<'a, T: Element>(
         &self,
         q: &mut [T],
         n_q_heads: usize,
         k: &mut [T],
         n_kv_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
         let d = self.head_dim();
+        let src = at.source();
         let (q_row, k_row) =
-            self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, positions.len())?;
+            self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, src.tokens())?;
+        self.check_source(&src)?;
         // q_row + k_row cannot overflow: both buffers exist.
         let row = q_row + k_row;
         if q.len() + k.len() < PAR_MIN_ELEMENTS {
-            ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, positions));
+            ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, src));
         } else if row < PAR_GRAIN {
-            let per = tokens_per_task(positions.len(), row);
+            let per = tokens_per_task(src.tokens(), row);
             q.par_chunks_mut(per * q_row)
                 .zip(k.par_chunks_mut(per * k_row))
-                .zip(positions.par_chunks(per))
-                .for_each(|((q, k), p)| ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, p)));
+                .enumerate()
+                .for_each(|(i, (q, k))| {
+                    let p = src.slice(i * per..i * per + q.len() / q_row);
+                    ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, p))
+                });
         } else {
             // Large tokens: q and k of each token in head groups, each through `apply`
             // (bitwise `apply_qk`: the same per-token cos/sin and kernels).
-            let rot = |x: &mut [T], h: usize, p: &[i32]| ok(self.apply(x, h, p));
+            let rot = |x: &mut [T], h: usize, p: Source<'_>| ok(self.apply(x, h, p));
             rayon::join(
-                || split_rows(q, n_q_heads, d, positions, rot),
-                || split_rows(k, n_kv_heads, d, positions, rot),
+                || split_rows(q, n_q_heads, d, src, rot),
+                || split_rows(k, n_kv_heads, d, src, rot),
             );
         }
         Ok(())

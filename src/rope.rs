@@ -4,16 +4,17 @@
 //! written, describes the work as a [`Job`] over [`Target`]s, and hands it to the engine once
 //! (`engine::rope::rotate`). Frequencies come from `scaling.rs` once per [`Rope`].
 
+use crate::angles::{Angles, Ints, Position, Positions, Source, Table};
 use crate::axes::Axes;
 use crate::element::Element;
 use crate::engine::angles::CosSinTable;
 use crate::engine::dispatch::{dispatch, is_available};
-use crate::engine::job::{Angles, Job, Positions, Span, Target};
+use crate::engine::job::{Angles as EngineAngles, Job, Positions as EnginePositions, Target};
 use crate::engine::rope;
 use crate::error::Error;
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
-use crate::types::{Backend, Layout, Rounding};
-use crate::view::{self, MAX_VIEWS, View};
+use crate::types::{Backend, Layout, Rounding, View};
+use crate::view;
 use core::fmt;
 
 /// What a [`Rope`] is built from.
@@ -400,34 +401,106 @@ impl Rope {
         self.attention_factor
     }
 
-    /// The span of a contiguous token-major buffer of `n_heads` heads.
-    fn contiguous(&self, n_heads: usize) -> Span {
-        Span {
-            n_heads,
-            token_stride: n_heads * self.head_dim,
-            head_stride: self.head_dim,
-            offset: self.rotary_offset,
+    /// The view of a contiguous token-major buffer of `n_heads` heads.
+    fn contiguous(&self, n_heads: usize) -> View {
+        View::token_major(n_heads, self.head_dim)
+    }
+
+    /// Checks an angle source against this rope: positions fit an i32; a table has
+    /// `rotary_dim / 2` pairs per token.
+    pub(crate) fn check_source(&self, src: &Source<'_>) -> Result<(), Error> {
+        match src {
+            Source::Positions(p) => p.check("positions"),
+            Source::Table(t) => {
+                let half = self.rotary_dim / 2;
+                if t.tokens() > 0 && t.pairs() != half {
+                    return Err(Error::LengthMismatch {
+                        what: "table pairs per token (rotary_dim / 2)",
+                        expected: half,
+                        actual: t.pairs(),
+                    });
+                }
+                Ok(())
+            }
         }
     }
 
-    fn job<'a>(&'a self, positions: Positions<'a>, tokens: usize, cs: f32, ss: f32) -> Job<'a> {
-        let hf = self.rounding != Rounding::Once;
+    /// Rotates the views of `targets` (validated) by `src` (validated), cos scaled by `cs`
+    /// and sin by `ss`. Positions that are not i32 are converted a stack buffer at a time, each
+    /// piece its own engine call on its tokens: results do not depend on how a call is split.
+    fn launch<T: Element>(&self, targets: &mut [Target<'_, T>], src: Source<'_>, cs: f32, ss: f32) {
+        match src {
+            Source::Table(t) => {
+                let angles = EngineAngles::Table {
+                    cos: t.cos(),
+                    sin: t.sin(),
+                    cs,
+                    ss,
+                };
+                rope::rotate(self.backend, targets, self.job(0, t.tokens(), angles));
+            }
+            Source::Positions(p) => {
+                if let Some(p) = p.as_i32() {
+                    let angles = self.freq(EnginePositions::Plain(p), cs, ss);
+                    rope::rotate(self.backend, targets, self.job(0, p.len(), angles));
+                    return;
+                }
+                let mut buf = [0i32; CONVERT];
+                let mut first = 0;
+                while first < p.len() {
+                    let n = p.convert(first, &mut buf);
+                    let angles = self.freq(EnginePositions::Plain(&buf[..n]), cs, ss);
+                    rope::rotate(self.backend, targets, self.job(first, n, angles));
+                    first += n;
+                }
+            }
+        }
+    }
+
+    /// The job of tokens `first .. first + tokens` of a call.
+    fn job<'a>(&self, first: usize, tokens: usize, angles: EngineAngles<'a>) -> Job<'a> {
         Job {
+            first,
             tokens,
+            offset: self.rotary_offset,
             rotary_dim: self.rotary_dim,
             layout: self.layout,
-            angles: Angles::Freq {
-                inv_freq: self.inv_freq(),
-                positions,
-                cs,
-                ss,
-                f32_angle: hf,
-            },
+            angles,
             round: self.rounding,
         }
     }
 
-    /// Rotates `x` (`tokens × n_heads × head_dim`) in place by the angles of `positions`.
+    /// Angles `p · ω` from this rope's frequencies (HF's f32 product under the HF modes).
+    fn freq<'a>(&'a self, positions: EnginePositions<'a>, cs: f32, ss: f32) -> EngineAngles<'a> {
+        EngineAngles::Freq {
+            inv_freq: self.inv_freq(),
+            positions,
+            cs,
+            ss,
+            f32_angle: self.rounding != Rounding::Once,
+        }
+    }
+
+    /// `x` (`tokens × n_heads × head_dim`, token-major) rotated by `at`, cos/sin scaled by
+    /// `cs`/`ss`, after every check.
+    fn contiguous_call<'a, T: Element>(
+        &self,
+        x: &mut [T],
+        n_heads: usize,
+        at: impl Angles<'a>,
+        cs: f32,
+        ss: f32,
+    ) -> Result<(), Error> {
+        let src = at.source();
+        check_rows(x.len(), n_heads, self.head_dim, src.tokens())?;
+        self.check_source(&src)?;
+        let views = [self.contiguous(n_heads)];
+        self.launch(&mut [Target { x, views: &views }], src, cs, ss);
+        Ok(())
+    }
+
+    /// Rotates `x` (`tokens × n_heads × head_dim`) in place by the angles of `at`: positions
+    /// (any integer type, one per token) or a [`Table`] made once by [`Rope::table`].
     ///
     /// Each output is `m·(a·cos θ − b·sin θ)` / `m·(b·cos θ + a·sin θ)` with `θ = p · ω` exact
     /// and `m` the attention factor; computed in f32, rounded once to `T`. On a multi-axis rope
@@ -440,17 +513,14 @@ impl Rope {
     /// rope.apply(&mut k, 3, &[7, 8]).unwrap();
     /// assert!(rope.apply(&mut k, 3, &[7]).is_err()); // positions must match tokens
     /// ```
-    pub fn apply<T: Element>(
+    pub fn apply<'a, T: Element>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
         let m = self.attention_factor;
-        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
-        self.run(x, &[self.contiguous(n_heads)], &job);
-        Ok(())
+        self.contiguous_call(x, n_heads, at, m, m)
     }
 
     /// Undoes [`Rope::apply`]: rotates by `−θ` and divides by the attention factor.
@@ -464,23 +534,21 @@ impl Rope {
     /// rope.apply_inverse(&mut x, 1, &[1000, -3]).unwrap();
     /// for (a, b) in x.iter().zip(&orig) { assert!((a - b).abs() < 1e-5); }
     /// ```
-    pub fn apply_inverse<T: Element>(
+    pub fn apply_inverse<'a, T: Element>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
         let inv = 1.0 / self.attention_factor;
-        let job = self.job(Positions::Plain(positions), positions.len(), inv, -inv);
-        self.run(x, &[self.contiguous(n_heads)], &job);
-        Ok(())
+        self.contiguous_call(x, n_heads, at, inv, -inv)
     }
 
     /// Shifts keys already rotated to position `p` to `p + delta` (a KV-cache shift after
     /// dropping or inserting tokens): a pure rotation by `delta · ω`, *without* the attention
     /// factor, which the keys already carry. `shift(d1)` then `shift(d2)` equals `shift(d1 + d2)`
     /// within the rotation bound, and `shift(apply(x, p), d)` equals `apply(x, p + d)`.
+    /// `deltas` may be a [`Table`] made from the deltas.
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
@@ -492,16 +560,14 @@ impl Rope {
     /// rope.apply(&mut b, 1, &[42]).unwrap();
     /// for (u, v) in a.iter().zip(&b) { assert!((u - v).abs() < 1e-5); }
     /// ```
-    pub fn shift<T: Element>(
+    pub fn shift<'a, T: Element>(
         &self,
         k: &mut [T],
         n_heads: usize,
-        deltas: &[i32],
+        deltas: impl Angles<'a>,
     ) -> Result<(), Error> {
-        check_rows(k.len(), n_heads, self.head_dim, deltas.len())?;
-        let job = self.job(Positions::Plain(deltas), deltas.len(), 1.0, 1.0);
-        self.run(k, &[self.contiguous(n_heads)], &job);
-        Ok(())
+        self.contiguous_call(k, n_heads, deltas, 1.0, 1.0)
+            .map_err(|e| rename(e, "k"))
     }
 
     /// Rotates a query and a key buffer (different head counts, as in GQA/MQA) with the
@@ -516,27 +582,29 @@ impl Rope {
     /// rope.apply(&mut k2, 8, &[10, 11]).unwrap();
     /// assert_eq!(k, k2);
     /// ```
-    pub fn apply_qk<T: Element>(
+    pub fn apply_qk<'a, T: Element>(
         &self,
         q: &mut [T],
         n_q_heads: usize,
         k: &mut [T],
         n_kv_heads: usize,
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, positions.len())?;
+        let src = at.source();
+        self.check_qk(q.len(), n_q_heads, k.len(), n_kv_heads, src.tokens())?;
+        self.check_source(&src)?;
         let m = self.attention_factor;
-        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
         let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
-        let mut targets = [Target { x: q, spans: &qs }, Target { x: k, spans: &ks }];
-        rope::rotate(self.backend, &mut targets, job);
+        let mut targets = [Target { x: q, views: &qs }, Target { x: k, views: &ks }];
+        self.launch(&mut targets, src, m, m);
         Ok(())
     }
 
     /// Rotates the heads described by `views` inside one buffer (a fused QKV buffer, a
-    /// head-major `[heads, tokens, head_dim]` tensor, a slice of a larger arena), computing
-    /// cos/sin once per token for all of them. Every view is validated first: in bounds, and
-    /// no two heads overlap (see [`View`]).
+    /// head-major `[heads, tokens, head_dim]` tensor, GPT-NeoX's `[tokens, heads, 3,
+    /// head_dim]`, a slice of a larger arena), computing cos/sin once per token for all of
+    /// them. Every view is validated first: in bounds, and no two heads overlap (see
+    /// [`View`]). Any number of views.
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig, View};
@@ -549,40 +617,36 @@ impl Rope {
     /// let k = View { n_heads: 2, token_stride: row, head_stride: 8, offset: 32 };
     /// rope.apply_views(&mut qkv, &[q, k], &[0, 1, 2]).unwrap();
     /// assert_eq!(&qkv[48..64], &[0.25; 16]); // v untouched
+    ///
+    /// // GPT-NeoX: [tokens, heads, 3, head_dim], q and k of each head side by side.
+    /// let (heads, hd) = (2, 8);
+    /// let mut neox = vec![0.25f32; tokens * heads * 3 * hd];
+    /// let q = View { n_heads: heads, token_stride: heads * 3 * hd, head_stride: 3 * hd, offset: 0 };
+    /// let k = View { offset: hd, ..q };
+    /// rope.apply_views(&mut neox, &[q, k], &[0, 1, 2]).unwrap();
     /// ```
-    pub fn apply_views<T: Element>(
+    pub fn apply_views<'a, T: Element>(
         &self,
         x: &mut [T],
         views: &[View],
-        positions: &[i32],
+        at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        let mut spans = [Span {
-            n_heads: 0,
-            token_stride: 0,
-            head_stride: 0,
-            offset: 0,
-        }; MAX_VIEWS];
-        let n = view::validate(views, x.len(), self.head_dim, positions.len(), &mut spans)?;
-        if positions.is_empty() {
+        let src = at.source();
+        view::validate(views, x.len(), self.head_dim, src.tokens())?;
+        self.check_source(&src)?;
+        if src.tokens() == 0 {
             return Ok(()); // no tokens: nothing to rotate (offsets were never dereferenced)
         }
-        for s in &mut spans[..n] {
-            // In bounds (validated with the whole head), so this cannot overflow; checked anyway.
-            s.offset = s
-                .offset
-                .checked_add(self.rotary_offset)
-                .ok_or(Error::ShapeOverflow)?;
-        }
         let m = self.attention_factor;
-        let job = self.job(Positions::Plain(positions), positions.len(), m, m);
-        self.run(x, &spans[..n], &job);
+        self.launch(&mut [Target { x, views }], src, m, m);
         Ok(())
     }
 
     /// Rotates `x` with several positions per token (M-RoPE `[t, h, w]`, 2-D vision
     /// `[row, col]`): pair `j` uses the axis [`Axes`] assigns it. `A` must equal
     /// `self.axes().count()`; tokens whose axes all equal `p` get exactly (bitwise) the
-    /// rotation [`Rope::apply`] gives at `p`.
+    /// rotation [`Rope::apply`] gives at `p`. For a table of such positions, see
+    /// [`Rope::table_axes`].
     ///
     /// ```
     /// use posenc::{Axes, Layout, Rope, RopeConfig};
@@ -593,39 +657,208 @@ impl Rope {
     /// rope.apply(&mut b, 1, &[9]).unwrap();
     /// assert_eq!(a, b); // a text token is plain RoPE
     /// ```
-    pub fn apply_axes<T: Element, const A: usize>(
+    pub fn apply_axes<T: Element, P: Position, const A: usize>(
         &self,
         x: &mut [T],
         n_heads: usize,
-        positions: &[[i32; A]],
+        positions: &[[P; A]],
     ) -> Result<(), Error> {
-        let n_axes = self.axes.count();
-        if A != n_axes {
-            return Err(Error::LengthMismatch {
-                what: "positions axes",
-                expected: n_axes,
-                actual: A,
-            });
-        }
+        let n_axes = self.check_axes(A)?;
         check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
-        let pos = Positions::Axes {
-            pos: positions.as_flattened(),
-            n_axes,
-            axis: &self.axis[..self.rotary_dim / 2],
-        };
+        let flat = P::ints(positions.as_flattened());
+        flat.check("positions")?;
+        let views = [self.contiguous(n_heads)];
+        let targets = &mut [Target { x, views: &views }];
         let m = self.attention_factor;
-        let job = self.job(pos, positions.len(), m, m);
-        self.run(x, &[self.contiguous(n_heads)], &job);
+        self.for_axes(flat, n_axes, |first, tokens, angles| {
+            let job = self.job(first, tokens, angles.scaled(m, m));
+            rope::rotate(self.backend, targets, job);
+        });
         Ok(())
     }
 
-    fn run<T: Element>(&self, x: &mut [T], spans: &[Span], job: &Job<'_>) {
-        let mut targets = [Target { x, spans }];
-        rope::rotate(self.backend, &mut targets, *job);
+    /// Checks that positions with `a` axes suit this rope; returns the axis count.
+    fn check_axes(&self, a: usize) -> Result<usize, Error> {
+        let n_axes = self.axes.count();
+        if a != n_axes {
+            return Err(Error::LengthMismatch {
+                what: "positions axes",
+                expected: n_axes,
+                actual: a,
+            });
+        }
+        Ok(n_axes)
+    }
+
+    /// Calls `f(first, tokens, angles)` over validated multi-axis positions (`n_axes` per
+    /// token, flattened), converting them to i32 a stack buffer at a time when they are not.
+    fn for_axes<'a>(
+        &'a self,
+        flat: Ints<'a>,
+        n_axes: usize,
+        mut f: impl FnMut(usize, usize, EngineAngles<'_>),
+    ) {
+        let axes = |pos: &'a [i32]| EnginePositions::Axes {
+            pos,
+            n_axes,
+            axis: &self.axis[..self.rotary_dim / 2],
+        };
+        let tokens = flat.len() / n_axes;
+        if let Some(p) = flat.as_i32() {
+            f(0, tokens, self.freq(axes(p), 1.0, 1.0));
+            return;
+        }
+        let mut buf = [0i32; CONVERT];
+        let per = CONVERT / n_axes; // tokens per piece (n_axes ≤ 3)
+        let mut first = 0;
+        while first < tokens {
+            let n = flat.convert(first * n_axes, &mut buf[..per * n_axes]) / n_axes;
+            let pos: &[i32] = &buf[..n * n_axes];
+            f(
+                first,
+                n,
+                self.freq(
+                    EnginePositions::Axes {
+                        pos,
+                        n_axes,
+                        axis: &self.axis[..self.rotary_dim / 2],
+                    },
+                    1.0,
+                    1.0,
+                ),
+            );
+            first += n;
+        }
+    }
+
+    /// Elements of the buffer [`Rope::table`] needs for `tokens` tokens:
+    /// `2 · tokens · rotary_dim/2` (cosines, then sines).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf).rotary_dim(64)).unwrap();
+    /// assert_eq!(rope.table_len(10), 640);
+    /// ```
+    pub fn table_len(&self, tokens: usize) -> usize {
+        tokens.saturating_mul(self.rotary_dim)
+    }
+
+    /// Computes the cos/sin of `positions` once into `buf` (at least
+    /// [`Rope::table_len`]`(tokens)` elements; the rest is left alone) and returns them as a
+    /// [`Table`] that every entry point of this rope takes in place of the positions: the
+    /// angles-once path of a forward pass (compute at the first layer, rotate Q and K of every
+    /// layer from it). Rotating from the table is bitwise rotating from the positions, on
+    /// every backend, in every layout, rounding mode and dtype; the attention factor is
+    /// applied by each call (so `apply`, `apply_inverse` and `shift` all take the same table).
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(64, 5e5, Layout::RotateHalf)).unwrap();
+    /// let positions: Vec<usize> = (100..132).collect();
+    /// let mut buf = vec![0f32; rope.table_len(positions.len())];
+    /// let table = rope.table(&positions, &mut buf).unwrap();
+    /// let (mut q, mut k) = (vec![0.5f32; 32 * 8 * 64], vec![0.5f32; 32 * 2 * 64]);
+    /// for _layer in 0..2 {
+    ///     rope.apply_qk(&mut q, 8, &mut k, 2, table).unwrap();
+    /// }
+    /// ```
+    pub fn table<'p, 'b>(
+        &self,
+        positions: impl Positions<'p>,
+        buf: &'b mut [f32],
+    ) -> Result<Table<'b>, Error> {
+        let ints = positions.ints();
+        ints.check("positions")?;
+        let tokens = ints.len();
+        let (cos, sin) = self.split_table(buf, tokens)?;
+        let half = self.rotary_dim / 2;
+        match ints.as_i32() {
+            Some(p) => self.fill_table(self.freq(EnginePositions::Plain(p), 1.0, 1.0), cos, sin),
+            None => {
+                let mut b = [0i32; CONVERT];
+                let mut first = 0;
+                while first < tokens {
+                    let n = ints.convert(first, &mut b);
+                    let rows = first * half..(first + n) * half;
+                    let angles = self.freq(EnginePositions::Plain(&b[..n]), 1.0, 1.0);
+                    self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
+                    first += n;
+                }
+            }
+        }
+        Ok(Table::from_parts(cos, sin, tokens))
+    }
+
+    /// [`Rope::table`] for multi-axis positions (M-RoPE, 2-D vision), as
+    /// [`Rope::apply_axes`] takes them.
+    ///
+    /// ```
+    /// use posenc::{Axes, Layout, Rope, RopeConfig};
+    /// let cfg = RopeConfig::new(16, 1e4, Layout::RotateHalf).axes(Axes::MRope { sections: [2, 3, 3] });
+    /// let rope = Rope::new(&cfg).unwrap();
+    /// let pos = [[3u32, 1, 2], [4, 1, 2]];
+    /// let mut buf = [0f32; 32];
+    /// let table = rope.table_axes(&pos, &mut buf).unwrap();
+    /// let (mut a, mut b) = (vec![0.5f32; 32], vec![0.5f32; 32]);
+    /// rope.apply_axes(&mut a, 1, &pos).unwrap();
+    /// rope.apply(&mut b, 1, table).unwrap();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn table_axes<'b, P: Position, const A: usize>(
+        &self,
+        positions: &[[P; A]],
+        buf: &'b mut [f32],
+    ) -> Result<Table<'b>, Error> {
+        let n_axes = self.check_axes(A)?;
+        let flat = P::ints(positions.as_flattened());
+        flat.check("positions")?;
+        let tokens = positions.len();
+        let (cos, sin) = self.split_table(buf, tokens)?;
+        let half = self.rotary_dim / 2;
+        self.for_axes(flat, n_axes, |first, n, angles| {
+            let rows = first * half..(first + n) * half;
+            self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
+        });
+        Ok(Table::from_parts(cos, sin, tokens))
+    }
+
+    /// The cos and sin halves of a table buffer for `tokens` tokens.
+    fn split_table<'b>(
+        &self,
+        buf: &'b mut [f32],
+        tokens: usize,
+    ) -> Result<(&'b mut [f32], &'b mut [f32]), Error> {
+        let n = tokens
+            .checked_mul(self.rotary_dim / 2)
+            .ok_or(Error::ShapeOverflow)?;
+        if buf.len() / 2 < n {
+            return Err(Error::LengthMismatch {
+                what: "buf (at least table_len(tokens) = 2 × tokens × rotary_dim/2)",
+                expected: 2 * n,
+                actual: buf.len(),
+            });
+        }
+        let (cos, rest) = buf.split_at_mut(n);
+        Ok((cos, &mut rest[..n]))
+    }
+
+    /// Writes the cos/sin `angles` gives into `cos`, `sin` (whole rows).
+    fn fill_table(&self, angles: EngineAngles<'_>, cos: &mut [f32], sin: &mut [f32]) {
+        let half = self.rotary_dim / 2;
+        dispatch(
+            self.backend,
+            CosSinTable {
+                angles,
+                half,
+                cos,
+                sin,
+            },
+        );
     }
 
     /// Writes the cos/sin tables for `positions`: `tokens × rotary_dim/2` each, attention
-    /// factor included, the exact-angle values [`Rounding::Once`] uses.
+    /// factor included, the exact-angle values [`Rounding::Once`] uses: tables to hand to
+    /// another framework. (For posenc's own calls, [`Rope::table`] is the angles-once path.)
     ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
@@ -635,17 +868,15 @@ impl Rope {
     /// assert_eq!(&cos[..2], &[1.0, 1.0]);
     /// assert!((sin[2] - 1f32.sin()).abs() < 1e-7);
     /// ```
-    pub fn fill_cos_sin(
+    pub fn fill_cos_sin<'p>(
         &self,
-        positions: &[i32],
+        positions: impl Positions<'p>,
         cos: &mut [f32],
         sin: &mut [f32],
     ) -> Result<(), Error> {
+        let ints = positions.ints();
         let half = self.rotary_dim / 2;
-        let expected = positions
-            .len()
-            .checked_mul(half)
-            .ok_or(Error::ShapeOverflow)?;
+        let expected = ints.len().checked_mul(half).ok_or(Error::ShapeOverflow)?;
         if cos.len() != expected {
             return Err(Error::LengthMismatch {
                 what: "cos",
@@ -660,19 +891,33 @@ impl Rope {
                 actual: sin.len(),
             });
         }
+        ints.check("positions")?;
         let m = self.attention_factor;
-        let table = CosSinTable {
-            inv_freq: self.inv_freq(),
-            positions,
-            cs: m,
-            ss: m,
-            cos,
-            sin,
-        };
-        dispatch(self.backend, table);
+        // `.exact()`: exact angles whatever the rounding mode (the contract's values).
+        match ints.as_i32() {
+            Some(p) => {
+                let angles = self.freq(EnginePositions::Plain(p), m, m).exact();
+                self.fill_table(angles, cos, sin);
+            }
+            None => {
+                let mut b = [0i32; CONVERT];
+                let mut first = 0;
+                while first < ints.len() {
+                    let n = ints.convert(first, &mut b);
+                    let rows = first * half..(first + n) * half;
+                    let angles = self.freq(EnginePositions::Plain(&b[..n]), m, m).exact();
+                    self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
+                    first += n;
+                }
+            }
+        }
         Ok(())
     }
 }
+
+/// Positions converted to i32 per engine call when the caller's are another type: a stack
+/// buffer, so nothing is allocated (a whole number of 1-, 2- and 3-axis rows).
+const CONVERT: usize = 384;
 
 impl Rope {
     /// The checks of [`Rope::apply_qk`] (and its parallel form): `q` then `k`, a length
@@ -716,114 +961,4 @@ fn check_offset(head_dim: usize, rotary_dim: usize, offset: usize) -> Result<(),
             value: offset as f32,
         }),
     }
-}
-
-/// Applies a rotation from tables the caller already has (e.g. from another framework):
-/// bit-for-bit their angles.
-///
-/// `tokens = x.len() / (n_heads · head_dim)`; `cos` and `sin` are `tokens × rotary_dim/2`
-/// each, so the rotary dim follows from their length (even, non-zero, `≤ head_dim`); channels
-/// past it are untouched. Pair `i` of a token uses `cos[t·rotary_dim/2 + i]`.
-///
-/// ```
-/// use posenc::{apply_with_table, Layout};
-/// let mut x = [1.0f32, 2.0, 3.0, 4.0]; // 1 token, 1 head, head_dim 4
-/// let (cos, sin) = ([0.0f32, 1.0], [1.0f32, 0.0]); // pair 0 by +90°, pair 1 by 0°
-/// apply_with_table(&mut x, 1, 4, Layout::RotateHalf, &cos, &sin).unwrap();
-/// assert_eq!(x, [-3.0, 2.0, 1.0, 4.0]);
-/// ```
-pub fn apply_with_table<T: Element>(
-    x: &mut [T],
-    n_heads: usize,
-    head_dim: usize,
-    layout: Layout,
-    cos: &[f32],
-    sin: &[f32],
-) -> Result<(), Error> {
-    apply_with_table_on(Backend::active(), x, n_heads, head_dim, layout, cos, sin)
-}
-
-/// [`apply_with_table`] on a chosen backend.
-///
-/// ```
-/// use posenc::{apply_with_table_on, Backend, Layout};
-/// let mut x = [1.0f32, 0.0];
-/// apply_with_table_on(Backend::Scalar, &mut x, 1, 2, Layout::Interleaved, &[0.0], &[1.0]).unwrap();
-/// assert_eq!(x, [0.0, 1.0]);
-/// ```
-pub fn apply_with_table_on<T: Element>(
-    backend: Backend,
-    x: &mut [T],
-    n_heads: usize,
-    head_dim: usize,
-    layout: Layout,
-    cos: &[f32],
-    sin: &[f32],
-) -> Result<(), Error> {
-    if !is_available(backend) {
-        return Err(Error::BackendUnavailable { backend });
-    }
-    if head_dim == 0 || !head_dim.is_multiple_of(2) {
-        return Err(Error::InvalidHeadDim { head_dim });
-    }
-    if n_heads == 0 {
-        return Err(Error::ZeroHeads);
-    }
-    let row = n_heads.checked_mul(head_dim).ok_or(Error::ShapeOverflow)?;
-    if !x.len().is_multiple_of(row) {
-        return Err(Error::NotWholeRows {
-            what: "x",
-            len: x.len(),
-            row,
-        });
-    }
-    let tokens = x.len() / row;
-    if sin.len() != cos.len() {
-        return Err(Error::LengthMismatch {
-            what: "sin",
-            expected: cos.len(),
-            actual: sin.len(),
-        });
-    }
-    if tokens == 0 {
-        if !cos.is_empty() {
-            return Err(Error::LengthMismatch {
-                what: "cos",
-                expected: 0,
-                actual: cos.len(),
-            });
-        }
-        return Ok(());
-    }
-    if !cos.len().is_multiple_of(tokens) {
-        return Err(Error::NotWholeRows {
-            what: "cos",
-            len: cos.len(),
-            row: tokens,
-        });
-    }
-    let half = cos.len() / tokens;
-    let rotary_dim = half.checked_mul(2).ok_or(Error::ShapeOverflow)?;
-    if rotary_dim == 0 || rotary_dim > head_dim {
-        return Err(Error::InvalidRotaryDim {
-            rotary_dim,
-            head_dim,
-        });
-    }
-    let span = [Span {
-        n_heads,
-        token_stride: row,
-        head_stride: head_dim,
-        offset: 0,
-    }];
-    let job = Job {
-        tokens,
-        rotary_dim,
-        layout,
-        angles: Angles::Table { cos, sin },
-        round: Rounding::Once,
-    };
-    let mut targets = [Target { x, spans: &span }];
-    rope::rotate(backend, &mut targets, job);
-    Ok(())
 }

@@ -1,11 +1,11 @@
 //! The vocabulary every layer shares: how channels pair up ([`Layout`]), how a rotation rounds
-//! ([`Rounding`]), where a sinusoidal row puts its sines ([`SinusoidalLayout`]) and which set
-//! of kernels runs ([`Backend`]).
+//! ([`Rounding`]), where a sinusoidal row puts its sines ([`SinusoidalLayout`]), which set
+//! of kernels runs ([`Backend`]) and where the heads of a buffer are ([`View`]).
 //!
 //! This is the ground floor: it imports nothing from the crate, so the API layer, the
 //! frequency schemes and the SIMD engine can all name these types without importing each
 //! other. (Which backends exist on this CPU is the engine's business: see
-//! `engine/backend.rs`.)
+//! `engine/dispatch.rs`.)
 
 /// Which channels of a head form a rotating pair.
 ///
@@ -128,5 +128,68 @@ impl Backend {
     /// ```
     pub fn matches_scalar_bitwise(self) -> bool {
         matches!(self, Backend::Scalar | Backend::Portable)
+    }
+}
+
+/// Where `n_heads` heads of every token live in a buffer, in elements: head `h` of token `t`
+/// starts at `offset + t·token_stride + h·head_stride` and spans `head_dim` elements.
+///
+/// * token-major `[tokens, heads, head_dim]`: `token_stride = heads·head_dim`,
+///   `head_stride = head_dim` ([`View::token_major`]);
+/// * head-major `[heads, tokens, head_dim]`: `token_stride = head_dim`,
+///   `head_stride = tokens·head_dim` ([`View::head_major`]);
+/// * fused QKV rows: one view for Q and one for K, sharing `token_stride = (q + k + v)·head_dim`.
+///
+/// A call validates, before it writes: every head lies inside the buffer; the heads of one
+/// view do not overlap (the smaller stride is at least `head_dim` and the larger one clears a
+/// whole run of the smaller); and two views occupy disjoint ranges of the buffer, or share a
+/// token stride with per-token footprints that do not overlap, or put their heads on
+/// disjoint residues of their common stride (GPT-NeoX/BLOOM's fused `[tokens, heads, 3,
+/// head_dim]` QKV, where Q and K heads alternate). Any number of views.
+///
+/// ```
+/// use posenc::View;
+/// let v = View::head_major(8, 5, 64);
+/// assert_eq!((v.token_stride, v.head_stride), (64, 5 * 64));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct View {
+    /// Heads per token.
+    pub n_heads: usize,
+    /// Elements from one token's head to the next token's.
+    pub token_stride: usize,
+    /// Elements from one head to the next within a token.
+    pub head_stride: usize,
+    /// Element index of token 0, head 0.
+    pub offset: usize,
+}
+
+impl View {
+    /// A contiguous token-major buffer `[tokens, n_heads, head_dim]`.
+    ///
+    /// ```
+    /// assert_eq!(posenc::View::token_major(4, 8).token_stride, 32);
+    /// ```
+    pub fn token_major(n_heads: usize, head_dim: usize) -> View {
+        View {
+            n_heads,
+            token_stride: n_heads.saturating_mul(head_dim),
+            head_stride: head_dim,
+            offset: 0,
+        }
+    }
+
+    /// A contiguous head-major buffer `[n_heads, tokens, head_dim]`.
+    ///
+    /// ```
+    /// assert_eq!(posenc::View::head_major(4, 10, 8).head_stride, 80);
+    /// ```
+    pub fn head_major(n_heads: usize, tokens: usize, head_dim: usize) -> View {
+        View {
+            n_heads,
+            token_stride: head_dim,
+            head_stride: tokens.saturating_mul(head_dim),
+            offset: 0,
+        }
     }
 }

@@ -1,84 +1,7 @@
 //! Strided views: which heads of a buffer to rotate.
 
-use crate::engine::job::Span;
 use crate::error::Error;
-
-/// At most this many views per [`Rope::apply_views`](crate::Rope::apply_views) call (Q and K
-/// of a fused QKV buffer need two).
-///
-/// ```
-/// use posenc::{Layout, Rope, RopeConfig, View, MAX_VIEWS};
-/// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
-/// let mut x = vec![0f32; 8 * (MAX_VIEWS + 1)];
-/// let views: Vec<View> =
-///     (0..=MAX_VIEWS).map(|i| View { n_heads: 1, token_stride: 8, head_stride: 8, offset: 8 * i }).collect();
-/// assert!(rope.apply_views(&mut x, &views, &[0]).is_err()); // one view too many
-/// ```
-pub const MAX_VIEWS: usize = 4;
-
-/// Where `n_heads` heads of every token live in a buffer, in elements: head `h` of token `t`
-/// starts at `offset + t·token_stride + h·head_stride` and spans `head_dim` elements.
-///
-/// * token-major `[tokens, heads, head_dim]`: `token_stride = heads·head_dim`,
-///   `head_stride = head_dim` ([`View::token_major`]);
-/// * head-major `[heads, tokens, head_dim]`: `token_stride = head_dim`,
-///   `head_stride = tokens·head_dim` ([`View::head_major`]);
-/// * fused QKV rows: one view for Q and one for K, sharing `token_stride = (q + k + v)·head_dim`.
-///
-/// A call validates, before it writes: every head lies inside the buffer; the heads of one
-/// view do not overlap (the smaller stride is at least `head_dim` and the larger one clears a
-/// whole run of the smaller); and two views either occupy disjoint ranges of the buffer or
-/// share a token stride with per-token footprints that do not overlap. The rule is
-/// conservative: layouts whose heads sit in each other's gaps (GPT-NeoX/BLOOM fused QKV,
-/// `[tokens, heads, 3, head_dim]`, where Q and K heads alternate) are refused as one call;
-/// rotate them with one `apply_views` call per view.
-///
-/// ```
-/// use posenc::View;
-/// let v = View::head_major(8, 5, 64);
-/// assert_eq!((v.token_stride, v.head_stride), (64, 5 * 64));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct View {
-    /// Heads per token.
-    pub n_heads: usize,
-    /// Elements from one token's head to the next token's.
-    pub token_stride: usize,
-    /// Elements from one head to the next within a token.
-    pub head_stride: usize,
-    /// Element index of token 0, head 0.
-    pub offset: usize,
-}
-
-impl View {
-    /// A contiguous token-major buffer `[tokens, n_heads, head_dim]`.
-    ///
-    /// ```
-    /// assert_eq!(posenc::View::token_major(4, 8).token_stride, 32);
-    /// ```
-    pub fn token_major(n_heads: usize, head_dim: usize) -> View {
-        View {
-            n_heads,
-            token_stride: n_heads.saturating_mul(head_dim),
-            head_stride: head_dim,
-            offset: 0,
-        }
-    }
-
-    /// A contiguous head-major buffer `[n_heads, tokens, head_dim]`.
-    ///
-    /// ```
-    /// assert_eq!(posenc::View::head_major(4, 10, 8).head_stride, 80);
-    /// ```
-    pub fn head_major(n_heads: usize, tokens: usize, head_dim: usize) -> View {
-        View {
-            n_heads,
-            token_stride: head_dim,
-            head_stride: tokens.saturating_mul(head_dim),
-            offset: 0,
-        }
-    }
-}
+use crate::types::View;
 
 fn overlap() -> Error {
     Error::ParameterOutOfRange {
@@ -122,24 +45,17 @@ fn self_disjoint(v: &View, tokens: usize, head_dim: usize) -> bool {
     }
 }
 
-/// Validates `views` over a buffer of `len` elements and returns them as spans in
-/// `out[..n]`. Nothing is written to the buffer here or by a failing call.
+/// Validates `views` over a buffer of `len` elements for `tokens` tokens: every head in
+/// bounds, no two heads overlapping. Nothing is written to the buffer here or by a failing
+/// call. Any number of views: the pairwise check is quadratic in the views and allocates
+/// nothing.
 pub(crate) fn validate(
     views: &[View],
     len: usize,
     head_dim: usize,
     tokens: usize,
-    out: &mut [Span; MAX_VIEWS],
-) -> Result<usize, Error> {
-    if views.len() > MAX_VIEWS {
-        return Err(Error::LengthMismatch {
-            what: "views",
-            expected: MAX_VIEWS,
-            actual: views.len(),
-        });
-    }
-    let mut ranges = [(0usize, 0usize); MAX_VIEWS];
-    for (i, v) in views.iter().enumerate() {
+) -> Result<(), Error> {
+    for v in views {
         if v.n_heads == 0 {
             return Err(Error::ZeroHeads);
         }
@@ -155,27 +71,58 @@ pub(crate) fn validate(
             if !self_disjoint(v, tokens, head_dim) {
                 return Err(overlap());
             }
-            ranges[i] = (v.offset, e);
         }
-        out[i] = Span {
-            n_heads: v.n_heads,
-            token_stride: v.token_stride,
-            head_stride: v.head_stride,
-            offset: v.offset,
-        };
     }
     if tokens > 0 {
-        for i in 0..views.len() {
-            for j in i + 1..views.len() {
-                let (a, b) = (&views[i], &views[j]);
-                let disjoint_ranges = ranges[i].1 <= ranges[j].0 || ranges[j].1 <= ranges[i].0;
-                if !disjoint_ranges && !interleaved_disjoint(a, b, tokens, head_dim) {
+        for (i, a) in views.iter().enumerate() {
+            let ra = (a.offset, end(a, tokens, head_dim)?);
+            for b in &views[i + 1..] {
+                let rb = (b.offset, end(b, tokens, head_dim)?);
+                let disjoint_ranges = ra.1 <= rb.0 || rb.1 <= ra.0;
+                if !disjoint_ranges
+                    && !interleaved_disjoint(a, b, tokens, head_dim)
+                    && !lattice_disjoint(a, b, tokens, head_dim)
+                {
                     return Err(overlap());
                 }
             }
         }
     }
-    Ok(views.len())
+    Ok(())
+}
+
+/// Every head of a view starts at `offset + t·token_stride + h·head_stride`, so at
+/// `offset` plus a multiple of `g`, the gcd of the strides it actually steps by. With `g`
+/// common to two views, each view's heads cover, modulo `g`, one arc `[offset mod g,
+/// + head_dim)` of a circle of length `g`; disjoint arcs mean disjoint heads. This accepts
+/// GPT-NeoX/BLOOM's fused `[tokens, heads, 3, head_dim]` QKV, where Q and K heads alternate
+/// (`g = 3·head_dim`, Q's arc at 0, K's at `head_dim`).
+fn lattice_disjoint(a: &View, b: &View, tokens: usize, head_dim: usize) -> bool {
+    let mut g = 0usize;
+    for v in [a, b] {
+        if tokens > 1 {
+            g = gcd(g, v.token_stride);
+        }
+        if v.n_heads > 1 {
+            g = gcd(g, v.head_stride);
+        }
+    }
+    if g == 0 {
+        return false; // one head of one token each: the range test already decided
+    }
+    if head_dim > g {
+        return false;
+    }
+    let (oa, ob) = (a.offset % g, b.offset % g);
+    let d = if ob >= oa { ob - oa } else { ob + (g - oa) };
+    d >= head_dim && g - d >= head_dim
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Two views with the same token stride whose per-token footprints (`offset mod stride`,

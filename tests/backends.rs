@@ -3,7 +3,7 @@
 //!
 //! # Which comparison applies
 //!
-//! | backend | rotation (`apply`, `apply_inverse`, `apply_with_table_on`) | cos/sin tables, sinusoidal |
+//! | backend | rotation (`apply`, `apply_inverse`, the table path (`Table`)) | cos/sin tables, sinusoidal |
 //! |---|---|---|
 //! | `Scalar`, `Portable` | bitwise | bitwise |
 //! | `Avx2`, `Avx512` | [`check_rotation_bound`] (fused multiply-adds) | bitwise (documented) |
@@ -34,10 +34,7 @@
 mod common;
 
 use common::rng::Rng;
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
-    bf16, f16,
-};
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use proptest::prelude::*;
 
 /// f32 unit roundoff.
@@ -394,7 +391,7 @@ const HEAD_DIMS: &[usize] = &[
     2, 4, 6, 8, 10, 14, 16, 18, 30, 32, 64, 80, 96, 128, 130, 256,
 ];
 
-/// One shape: runs apply, apply_inverse, apply_with_table_on (a random table and the rope's
+/// One shape: runs apply, apply_inverse, the table path (a random table and the rope's
 /// own table) on every backend and compares with Scalar.
 #[allow(clippy::too_many_arguments)]
 fn rotations_one<T: Dt>(
@@ -430,7 +427,7 @@ fn rotations_one<T: Dt>(
         .apply_inverse(&mut ref_inv, n_heads, positions)
         .unwrap();
     let mut ref_tab = x.clone();
-    apply_with_table_on(
+    common::table_on(
         Backend::Scalar,
         &mut ref_tab,
         n_heads,
@@ -484,9 +481,9 @@ fn rotations_one<T: Dt>(
 
         // apply uses exactly the values fill_cos_sin returns, on the same backend.
         let mut yt = x.clone();
-        apply_with_table_on(backend, &mut yt, n_heads, head_dim, layout, &bc, &bs).unwrap();
+        common::table_on(backend, &mut yt, n_heads, head_dim, layout, &bc, &bs).unwrap();
         compare(Policy::Bitwise, &p_apply, &yt, &y)
-            .map_err(|e| ctx("apply vs apply_with_table_on(fill_cos_sin)", e))?;
+            .map_err(|e| ctx("apply vs common::table_on(fill_cos_sin)", e))?;
 
         let p_inv = Problem {
             sin: &neg_rs,
@@ -502,8 +499,8 @@ fn rotations_one<T: Dt>(
             ..p_apply
         };
         let mut w = x.clone();
-        apply_with_table_on(backend, &mut w, n_heads, head_dim, layout, &tab_c, &tab_s).unwrap();
-        compare(rot, &p_tab, &w, &ref_tab).map_err(|e| ctx("apply_with_table_on", e))?;
+        common::table_on(backend, &mut w, n_heads, head_dim, layout, &tab_c, &tab_s).unwrap();
+        compare(rot, &p_tab, &w, &ref_tab).map_err(|e| ctx("table path", e))?;
 
         // The bound itself holds for every backend, bitwise ones included.
         check_rotation_bound(&p_apply, &y).map_err(|e| ctx("apply (bound)", e))?;
@@ -623,7 +620,7 @@ fn tables_with_non_finite_entries<T: Dt>(seed: u64) {
                 }
             }
             let mut want = x.clone();
-            apply_with_table_on(
+            common::table_on(
                 Backend::Scalar,
                 &mut want,
                 n_heads,
@@ -635,8 +632,7 @@ fn tables_with_non_finite_entries<T: Dt>(seed: u64) {
             .unwrap();
             for backend in available() {
                 let mut got = x.clone();
-                apply_with_table_on(backend, &mut got, n_heads, head_dim, layout, &cos, &sin)
-                    .unwrap();
+                common::table_on(backend, &mut got, n_heads, head_dim, layout, &cos, &sin).unwrap();
                 let p = Problem {
                     n_heads,
                     head_dim,
@@ -671,7 +667,7 @@ fn rotation_bound_helper_rejects_errors() {
         sin: &sin,
     };
     let mut y = x.clone();
-    apply_with_table_on(
+    common::table_on(
         Backend::Scalar,
         &mut y,
         1,
@@ -697,7 +693,7 @@ fn rotation_bound_helper_rejects_errors() {
         sin: &sin,
     };
     let mut yh = xh.clone();
-    apply_with_table_on(
+    common::table_on(
         Backend::Scalar,
         &mut yh,
         1,
@@ -714,7 +710,7 @@ fn rotation_bound_helper_rejects_errors() {
     // A changed tail channel is caught.
     let pt = Problem { rotary_dim: 8, ..p };
     let mut yt = x.clone();
-    apply_with_table_on(
+    common::table_on(
         Backend::Scalar,
         &mut yt,
         1,

@@ -5,7 +5,9 @@
 //!
 //! Runtime: about 1–2 s at the test profile's opt-level 1.
 
-use posenc::{Backend, Element, Layout, Rope, RopeConfig, apply_with_table_on, bf16, f16};
+mod common;
+
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, bf16, f16};
 
 fn available() -> Vec<Backend> {
     Backend::available().collect()
@@ -401,8 +403,7 @@ fn identity_through_kernels<T: Dt>() {
             let sin = vec![0.0f32; head_dim / 2];
             for backend in available() {
                 let mut out = x.clone();
-                apply_with_table_on(backend, &mut out, n_heads, head_dim, layout, &cos, &sin)
-                    .unwrap();
+                common::table_on(backend, &mut out, n_heads, head_dim, layout, &cos, &sin).unwrap();
                 check_identity(
                     &format!("{backend:?} table {layout:?} head_dim {head_dim}"),
                     &x,
@@ -484,7 +485,7 @@ fn rounding_through_kernels<T: Dt>() {
         let sin = vec![0.0f32; 8];
         for backend in available() {
             let mut out = x.clone();
-            apply_with_table_on(
+            common::table_on(
                 backend,
                 &mut out,
                 n_pairs / 8,

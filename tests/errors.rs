@@ -13,7 +13,7 @@
 
 use posenc::{
     Backend, Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling,
-    Sinusoidal, SinusoidalLayout, Yarn, apply_with_table, apply_with_table_on, bf16, f16,
+    Sinusoidal, SinusoidalLayout, Table, Yarn, bf16, f16,
 };
 use proptest::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -380,12 +380,6 @@ fn unavailable_backends_are_refused() {
                 Err::<Sinusoidal, _>(Error::BackendUnavailable { backend: b })
             )
         );
-        for_dtypes!(
-            8,
-            Error::BackendUnavailable { backend: b },
-            "apply_with_table_on",
-            |x| { apply_with_table_on(b, x, 1, 8, Layout::Interleaved, &[1.0; 4], &[0.0; 4]) }
-        );
     }
     println!("unavailable here: {:?}", unavailable());
 }
@@ -486,8 +480,8 @@ fn apply_errors() {
     }
     // Boundaries that are not errors: no tokens with a huge (but representable) row.
     let mut empty: [f32; 0] = [];
-    r.apply(&mut empty, usize::MAX / 8, &[]).unwrap();
-    r.apply_inverse(&mut empty, 1, &[]).unwrap();
+    r.apply(&mut empty, usize::MAX / 8, &[0i32; 0]).unwrap();
+    r.apply_inverse(&mut empty, 1, &[0i32; 0]).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -556,11 +550,11 @@ fn fill_cos_sin_errors() {
         assert_eq!(bits(&s), bits(&s0), "sin changed");
     }
     // No positions: empty tables are right, anything else is not.
-    r.fill_cos_sin(&[], &mut [], &mut []).unwrap();
+    r.fill_cos_sin(&[0i32; 0], &mut [], &mut []).unwrap();
     let mut c = pat::<f32>(4);
     let c0 = c.clone();
     assert_err(
-        r.fill_cos_sin(&[], &mut c, &mut []),
+        r.fill_cos_sin(&[0i32; 0], &mut c, &mut []),
         Error::LengthMismatch {
             what: "cos",
             expected: 0,
@@ -572,187 +566,142 @@ fn fill_cos_sin_errors() {
 }
 
 // ---------------------------------------------------------------------------------------
-// apply_with_table / apply_with_table_on
+// Table, Rope::table, rotating from a table
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn apply_with_table_errors() {
-    // (what, x len, n_heads, head_dim, cos len, sin len, error)
-    let cases: &[(&str, usize, usize, usize, usize, usize, Error)] = &[
-        (
-            "head_dim 0",
-            8,
-            1,
-            0,
-            4,
-            4,
-            Error::InvalidHeadDim { head_dim: 0 },
-        ),
-        (
-            "head_dim odd",
-            10,
-            2,
-            5,
-            2,
-            2,
-            Error::InvalidHeadDim { head_dim: 5 },
-        ),
-        (
-            "head_dim usize::MAX",
-            8,
-            1,
-            usize::MAX,
-            4,
-            4,
-            Error::InvalidHeadDim {
-                head_dim: usize::MAX,
-            },
-        ),
-        ("zero heads", 8, 0, 8, 4, 4, Error::ZeroHeads),
-        (
-            "heads × head_dim overflows",
-            8,
-            usize::MAX / 2,
-            8,
-            4,
-            4,
-            Error::ShapeOverflow,
-        ),
-        (
-            "x not whole rows",
-            20,
-            2,
-            8,
-            4,
-            4,
-            Error::NotWholeRows {
-                what: "x",
-                len: 20,
-                row: 16,
-            },
-        ),
-        (
-            "x shorter than a row",
-            6,
-            1,
-            8,
-            4,
-            4,
-            Error::NotWholeRows {
-                what: "x",
-                len: 6,
-                row: 8,
-            },
-        ),
+fn table_errors() {
+    // Table::new: (what, cos len, sin len, tokens, error)
+    let cases: &[(&str, usize, usize, usize, Error)] = &[
         (
             "sin shorter than cos",
-            16,
-            1,
-            8,
             8,
             6,
+            1,
             Error::LengthMismatch {
-                what: "sin",
+                what: "sin (the same length as cos)",
                 expected: 8,
                 actual: 6,
             },
         ),
         (
             "sin longer than cos",
-            16,
-            1,
-            8,
             8,
             10,
+            1,
             Error::LengthMismatch {
-                what: "sin",
+                what: "sin (the same length as cos)",
                 expected: 8,
                 actual: 10,
             },
         ),
         (
             "no tokens, non-empty cos",
+            4,
+            4,
             0,
-            2,
-            8,
-            4,
-            4,
             Error::LengthMismatch {
-                what: "cos",
+                what: "cos (tokens × pairs, with 0 tokens)",
                 expected: 0,
                 actual: 4,
             },
         ),
         (
             "cos not whole tokens",
-            24,
-            1,
-            8,
             7,
             7,
+            3,
             Error::NotWholeRows {
-                what: "cos",
+                what: "cos (tokens × pairs)",
                 len: 7,
                 row: 3,
             },
         ),
-        (
-            "implied rotary_dim 0",
-            16,
-            1,
-            8,
-            0,
-            0,
-            Error::InvalidRotaryDim {
-                rotary_dim: 0,
-                head_dim: 8,
-            },
-        ),
-        (
-            "implied rotary_dim > head_dim",
-            16,
-            1,
-            8,
-            10,
-            10,
-            Error::InvalidRotaryDim {
-                rotary_dim: 10,
-                head_dim: 8,
-            },
-        ),
-        (
-            "implied rotary_dim > head_dim, 3 heads",
-            2 * 3 * 4,
-            3,
-            4,
-            6,
-            6,
-            Error::InvalidRotaryDim {
-                rotary_dim: 6,
-                head_dim: 4,
-            },
-        ),
     ];
-    for &(what, n, heads, hd, nc, ns, want) in cases {
-        let (c0, s0) = (pat::<f32>(nc), pat::<f32>(ns));
-        for_dtypes!(n, want, &format!("apply_with_table: {what}"), |x| {
-            apply_with_table(x, heads, hd, Layout::RotateHalf, &c0, &s0)
-        });
-        for b in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
-            for layout in [Layout::Interleaved, Layout::RotateHalf] {
-                for_dtypes!(
-                    n,
-                    want,
-                    &format!("apply_with_table_on {b:?} {layout:?}: {what}"),
-                    |x| { apply_with_table_on(b, x, heads, hd, layout, &c0, &s0) }
-                );
-            }
+    for &(what, nc, ns, tokens, want) in cases {
+        let (c, s) = (pat::<f32>(nc), pat::<f32>(ns));
+        assert_eq!(Table::new(&c, &s, tokens), Err(want), "{what}");
+    }
+    // A table whose pairs per token differ from the rope's rotary_dim / 2, and one whose
+    // token count differs from the buffer's: refused by every entry point, nothing written.
+    for b in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+        for layout in [Layout::Interleaved, Layout::RotateHalf] {
+            let rope = Rope::new(&RopeConfig::new(8, 1e4, layout).rotary_dim(4))
+                .unwrap()
+                .with_backend(b)
+                .unwrap();
+            let (c6, s6) = (pat::<f32>(6), pat::<f32>(6));
+            let three = Table::new(&c6, &s6, 2).unwrap(); // 2 tokens × 3 pairs
+            let want = Error::LengthMismatch {
+                what: "table pairs per token (rotary_dim / 2)",
+                expected: 2,
+                actual: 3,
+            };
+            for_dtypes!(16, want, &format!("{b:?} {layout:?}: pairs"), |x| {
+                rope.apply(x, 1, three)
+            });
+            for_dtypes!(16, want, &format!("{b:?} {layout:?}: inverse pairs"), |x| {
+                rope.apply_inverse(x, 1, &three)
+            });
+            let (c4, s4) = (pat::<f32>(4), pat::<f32>(4));
+            let two = Table::new(&c4, &s4, 2).unwrap(); // 2 tokens × 2 pairs
+            let want = Error::LengthMismatch {
+                what: "x",
+                expected: 2 * 3 * 8, // tokens × heads × head_dim
+                actual: 16,
+            };
+            for_dtypes!(16, want, &format!("{b:?} {layout:?}: tokens"), |x| {
+                rope.apply(x, 3, two)
+            });
         }
     }
-    // Boundaries that are not errors.
+    // Rope::table: a buffer too short for the positions.
+    let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+    let mut buf = [7.0f32; 15];
+    assert_eq!(
+        rope.table(&[1, 2], &mut buf),
+        Err(Error::LengthMismatch {
+            what: "buf (at least table_len(tokens) = 2 × tokens × rotary_dim/2)",
+            expected: 16,
+            actual: 15,
+        })
+    );
+    assert!(buf.iter().all(|&v| v == 7.0), "nothing written");
+    // Positions of a wider type that do not fit an i32: every entry point, nothing written.
+    let big = [0i64, 1, i64::from(i32::MAX) + 1];
+    assert_eq!(
+        rope.table(&big, &mut [7.0f32; 48]),
+        Err(Error::PositionOutOfRange {
+            what: "positions",
+            index: 2,
+            value: i64::from(i32::MAX) + 1,
+        })
+    );
+    let want = Error::PositionOutOfRange {
+        what: "positions",
+        index: 0,
+        value: -(1 << 40),
+    };
+    for_dtypes!(8, want, "apply i64", |x| rope.apply(x, 1, &[-(1i64 << 40)]));
+    let want = Error::PositionOutOfRange {
+        what: "positions",
+        index: 1,
+        value: i64::MAX,
+    };
+    for_dtypes!(16, want, "apply u64", |x| rope.apply(
+        x,
+        1,
+        &[0u64, u64::MAX]
+    ));
+    // Boundaries that are not errors: no tokens; the extreme i32 positions in any type.
     let mut empty: [f32; 0] = [];
-    apply_with_table(&mut empty, 3, 8, Layout::Interleaved, &[], &[]).unwrap();
-    apply_with_table(&mut empty, 1, usize::MAX - 1, Layout::Interleaved, &[], &[]).unwrap();
+    rope.apply(&mut empty, 3, Table::new(&[], &[], 0).unwrap())
+        .unwrap();
+    let (mut a, mut b) = ([0.5f32; 16], [0.5f32; 16]);
+    rope.apply(&mut a, 1, &[i32::MIN, i32::MAX]).unwrap();
+    rope.apply(&mut b, 1, &[i64::from(i32::MIN), i64::from(i32::MAX)])
+        .unwrap();
+    assert_eq!(bits(&a), bits(&b));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1251,11 +1200,10 @@ fn fuzz_one<T: Dt>(z: &Fuzz) -> Result<(), TestCaseError> {
             r.fill_cos_sin(&z.positions, c, s)
         })?;
     }
-    no_panic("apply_with_table", &x, &cos, &sin, |x, c, s| {
-        apply_with_table(x, z.n_heads, z.head_dim, layout, c, s)
-    })?;
-    no_panic("apply_with_table_on", &x, &cos, &sin, |x, c, s| {
-        apply_with_table_on(backend, x, z.n_heads, z.head_dim, layout, c, s)
+    no_panic("table path", &x, &cos, &sin, |x, c, s| {
+        let tokens = z.positions.len();
+        let table = Table::new(c, s, tokens)?;
+        fallback.with_backend(backend)?.apply(x, z.n_heads, table)
     })?;
 
     // Sinusoidal. Zero rows with a huge even d_model once looped over every frequency; that

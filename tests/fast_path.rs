@@ -1,6 +1,6 @@
 //! The RoPE driver's two angle sources against each other on the same backend, bit for bit:
 //! `Rope::apply` computes each token's exact-angle cos/sin inside the driver (the next token's
-//! pipelined behind the current one's heads), `apply_with_table_on` reads them from the tables
+//! pipelined behind the current one's heads), the table path (`Table`) reads them from the tables
 //! `fill_cos_sin` writes (bitwise the driver's own cos/sin, attention factor included). Both
 //! must give identical bits: same cos/sin, same fused expressions. Shapes cover rotary dims
 //! that are whole vectors (multiples of 8 / 16 pairs, the driver's common shape) and ones with
@@ -11,7 +11,7 @@
 mod common;
 
 use common::bits;
-use posenc::{Backend, Element, Layout, Rope, apply_with_table_on, bf16, f16};
+use posenc::{Backend, Element, Layout, Rope, bf16, f16};
 use proptest::prelude::*;
 
 fn values<T: Element>(n: usize, seed: u64) -> Vec<T> {
@@ -52,7 +52,7 @@ fn check<T: Element>(
     let (mut cos, mut sin) = (vec![0f32; tokens * pairs], vec![0f32; tokens * pairs]);
     rope.fill_cos_sin(positions, &mut cos, &mut sin).unwrap();
     let mut generic = x0.clone();
-    apply_with_table_on(backend, &mut generic, n_heads, head_dim, layout, &cos, &sin).unwrap();
+    common::table_on(backend, &mut generic, n_heads, head_dim, layout, &cos, &sin).unwrap();
     assert_eq!(
         bits(&fast),
         bits(&generic),

@@ -4,10 +4,9 @@
 //! Under Miri the x86 tiers are available only when compiled in with `-C target-feature`,
 //! which CI does to run the AVX2 and AVX-512 kernels on Miri's model of the intrinsics.
 
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
-    bf16, f16,
-};
+mod common;
+
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 
 fn data<T: Element>(n: usize, seed: u32) -> Vec<T> {
     let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
@@ -79,7 +78,7 @@ fn rope_shape<T: Element>(
         r.apply_inverse(&mut x, heads, positions).unwrap();
         close(b, false, &x, &x0, 8.0);
         let mut y = x0.clone();
-        apply_with_table_on(b, &mut y, heads, head_dim, layout, &cos, &sin).unwrap();
+        common::table_on(b, &mut y, heads, head_dim, layout, &cos, &sin).unwrap();
         close(b, b.matches_scalar_bitwise(), &y, &want, 4.0);
         let (mut c2, mut s2) = (vec![0f32; tokens * half], vec![0f32; tokens * half]);
         r.fill_cos_sin(positions, &mut c2, &mut s2).unwrap();

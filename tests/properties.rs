@@ -30,10 +30,7 @@ mod common;
 
 use common::rng::Rng;
 use core::f64::consts::SQRT_2;
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, apply_with_table_on,
-    bf16, f16,
-};
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -607,9 +604,7 @@ fn run_op<T: Dt>(
             .unwrap()
             .apply_inverse(x, s.n_heads, &s.positions)
             .unwrap(),
-        Op::Table => {
-            apply_with_table_on(backend, x, s.n_heads, s.head_dim, layout, cos, sin).unwrap()
-        }
+        Op::Table => common::table_on(backend, x, s.n_heads, s.head_dim, layout, cos, sin).unwrap(),
     }
 }
 
@@ -671,7 +666,7 @@ fn layout_equivalence_nan_table() {
     cos[2] = f32::NAN;
     for backend in available() {
         let mut il = x.clone();
-        apply_with_table_on(
+        common::table_on(
             backend,
             &mut il,
             1,
@@ -682,7 +677,7 @@ fn layout_equivalence_nan_table() {
         )
         .unwrap();
         let mut rh = to_rotate_half(&x, head_dim, head_dim);
-        apply_with_table_on(
+        common::table_on(
             backend,
             &mut rh,
             1,

@@ -3,7 +3,7 @@
 use crate::error::{Fail, run};
 use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{AlibiMode, Positions, bf16, f16};
+use posenc::{AlibiMode, AlibiPositions, bf16, f16};
 
 /// How the ALiBi bias depends on the query-key distance: one of the `POSENC_ALIBI_*` values.
 pub type PosencAlibiMode = u32;
@@ -70,11 +70,11 @@ impl Pos {
 
     /// # Safety
     /// A list's buffer is readable and unmodified for the call (the caller contract).
-    unsafe fn get<'a>(&self) -> Positions<'a> {
+    unsafe fn get<'a>(&self) -> AlibiPositions<'a> {
         match self {
             // SAFETY: checked by Raw::new; readable by this function's contract.
-            Pos::List(l) => Positions::List(unsafe { l.as_slice() }),
-            Pos::Range(start, len) => Positions::range(*start, *len),
+            Pos::List(l) => AlibiPositions::List(unsafe { l.as_slice() }),
+            Pos::Range(start, len) => AlibiPositions::range(*start, *len),
         }
     }
 }

@@ -3,7 +3,7 @@
 use crate::error::{Fail, run};
 use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{Layout, LongRope, Rope, RopeConfig, Scaling, Yarn, bf16, f16};
+use posenc::{Error, Layout, LongRope, Rope, RopeConfig, Scaling, Table, Yarn, bf16, f16};
 
 /// The largest `rotary_dim` a `PosencRope` supports (posenc's `MAX_ROTARY_DIM`).
 pub const POSENC_MAX_ROTARY_DIM: usize = 512;
@@ -770,8 +770,49 @@ unsafe fn with_table<E: Dtype>(
         // SAFETY: checked by Raw::dtype; writable, unaccessed by others (contract); disjoint
         // from the tables (checked above).
         let x = unsafe { x.as_mut_slice() };
-        Ok(posenc::apply_with_table(x, n_heads, head_dim, lay, c, s)?)
+        Ok(apply_table(x, n_heads, head_dim, lay, c, s)?)
     })
+}
+
+/// Rotates token-major `x` by caller tables whose length gives the rotary dim: the checks
+/// this entry point documents, in its order, then a rope of that rotary dim rotating from a
+/// `posenc::Table`.
+fn apply_table<T: posenc::Element>(
+    x: &mut [T],
+    n_heads: usize,
+    head_dim: usize,
+    layout: Layout,
+    cos: &[f32],
+    sin: &[f32],
+) -> Result<(), Error> {
+    if head_dim == 0 || !head_dim.is_multiple_of(2) {
+        return Err(Error::InvalidHeadDim { head_dim });
+    }
+    if n_heads == 0 {
+        return Err(Error::ZeroHeads);
+    }
+    let row = n_heads.checked_mul(head_dim).ok_or(Error::ShapeOverflow)?;
+    if !x.len().is_multiple_of(row) {
+        return Err(Error::NotWholeRows {
+            what: "x",
+            len: x.len(),
+            row,
+        });
+    }
+    let tokens = x.len() / row;
+    let table = Table::new(cos, sin, tokens)?;
+    if tokens == 0 {
+        return Ok(());
+    }
+    let rotary_dim = table.pairs().checked_mul(2).ok_or(Error::ShapeOverflow)?;
+    if rotary_dim == 0 || rotary_dim > head_dim {
+        return Err(Error::InvalidRotaryDim {
+            rotary_dim,
+            head_dim,
+        });
+    }
+    let rope = Rope::new(&RopeConfig::new(head_dim, 1e4, layout).rotary_dim(rotary_dim))?;
+    rope.apply(x, n_heads, table)
 }
 
 /// Rotates `x` (`len` floats: tokens of `n_heads * head_dim`) with cos/sin tables the caller

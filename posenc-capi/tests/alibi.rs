@@ -2,7 +2,7 @@
 
 use core::ffi::{CStr, c_int};
 use core::ptr::{null, null_mut};
-use posenc::{AlibiMode, Positions, bf16, f16};
+use posenc::{AlibiMode, AlibiPositions, bf16, f16};
 use posenc_capi::*;
 
 fn list(p: &[i32]) -> PosencPositions {
@@ -104,13 +104,16 @@ fn slope_errors_leave_out_unchanged() {
 fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
     let slopes = [0.5f32, 0.25, 0.0625];
     let (ql, kl) = ([3i32, -1], [0i32, 1, 2, 10, -4]);
-    let qs: [(PosencPositions, Positions); 2] = [
-        (list(&ql), Positions::List(&ql)),
-        (range(7, 2), Positions::range(7, 2)),
+    let qs: [(PosencPositions, AlibiPositions); 2] = [
+        (list(&ql), AlibiPositions::List(&ql)),
+        (range(7, 2), AlibiPositions::range(7, 2)),
     ];
-    let ks: [(PosencPositions, Positions); 2] = [
-        (list(&kl), Positions::List(&kl)),
-        (range(i32::MAX - 2, 5), Positions::range(i32::MAX - 2, 5)),
+    let ks: [(PosencPositions, AlibiPositions); 2] = [
+        (list(&kl), AlibiPositions::List(&kl)),
+        (
+            range(i32::MAX - 2, 5),
+            AlibiPositions::range(i32::MAX - 2, 5),
+        ),
     ];
     for (cm, m) in [
         (POSENC_ALIBI_SYMMETRIC, AlibiMode::Symmetric),

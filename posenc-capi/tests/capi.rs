@@ -225,7 +225,13 @@ fn accessors_tables_and_inv_freq_match_posenc() {
         );
         assert_eq!(rc, POSENC_OK);
         let mut b = h0.clone();
-        posenc::apply_with_table(&mut b, 2, 12, Layout::RotateHalf, &cs, &sn).unwrap();
+        let tokens = b.len() / 24;
+        let cfg = posenc::RopeConfig::new(12, 1e4, Layout::RotateHalf).rotary_dim(2 * 12 / tokens);
+        let table = posenc::Table::new(&cs, &sn, tokens).unwrap();
+        posenc::Rope::new(&cfg)
+            .unwrap()
+            .apply(&mut b, 2, table)
+            .unwrap();
         assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
         let g0: Vec<bf16> = x0.iter().map(|&v| bf16::from_f32(v)).collect();
         let mut a: Vec<u16> = g0.iter().map(|v| v.to_bits()).collect();
@@ -241,7 +247,13 @@ fn accessors_tables_and_inv_freq_match_posenc() {
         );
         assert_eq!(rc, POSENC_OK);
         let mut b = g0.clone();
-        posenc::apply_with_table(&mut b, 2, 12, Layout::RotateHalf, &cs, &sn).unwrap();
+        let tokens = b.len() / 24;
+        let cfg = posenc::RopeConfig::new(12, 1e4, Layout::RotateHalf).rotary_dim(2 * 12 / tokens);
+        let table = posenc::Table::new(&cs, &sn, tokens).unwrap();
+        posenc::Rope::new(&cfg)
+            .unwrap()
+            .apply(&mut b, 2, table)
+            .unwrap();
         assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
     }
 }

@@ -156,7 +156,7 @@ impl<'a, S: Simd> Source<'a, S> {
                 };
                 (kind, cs, ss)
             }
-            Angles::Table { cos, sin } => (Kind::Table { cos, sin }, 1.0, 1.0),
+            Angles::Table { cos, sin, cs, ss } => (Kind::Table { cos, sin }, cs, ss),
         };
         Source {
             kind,
@@ -211,14 +211,17 @@ impl<'a, S: Simd> Source<'a, S> {
                 )
             }
             Kind::Table { cos, sin } => {
+                // Scaled as the computed cos/sin below are, so a table made from positions
+                // rotates bit for bit as those positions do.
                 let at = t * self.half + j;
                 let n = l.min(self.half - j);
-                return if n == l {
+                let (c, sn) = if n == l {
                     (s.load(&cos[at..]), s.load(&sin[at..]))
                 } else {
                     let (c, sn) = (pad(&cos[at..at + n]), pad(&sin[at..at + n]));
                     (s.load(&c[..]), s.load(&sn[..]))
                 };
+                return (s.mul(c, self.cs), s.mul(sn, self.ss));
             }
         };
         let (sn, c) = sin_cos(s, lo, hi);
@@ -260,13 +263,12 @@ pub(crate) fn interleaved(layout: Layout) -> bool {
     layout == Layout::Interleaved
 }
 
-/// `Rope::fill_cos_sin`: `cos`, `sin` (`positions.len() × inv_freq.len()` each, validated)
-/// receive the exact-angle cos/sin of every position, scaled by `cs`, `ss`.
+/// `Rope::fill_cos_sin` and `Rope::table`: `cos`, `sin` (`tokens × half` each, validated)
+/// receive the cos/sin `angles` gives each token, scaled as it says (what the rotation
+/// itself would compute, bit for bit).
 pub(crate) struct CosSinTable<'a> {
-    pub inv_freq: &'a [f32],
-    pub positions: &'a [i32],
-    pub cs: f32,
-    pub ss: f32,
+    pub angles: Angles<'a>,
+    pub half: usize,
     pub cos: &'a mut [f32],
     pub sin: &'a mut [f32],
 }
@@ -276,19 +278,12 @@ impl Kernel for CosSinTable<'_> {
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let half = self.inv_freq.len();
+        let half = self.half;
         if half == 0 {
             return;
         }
-        let angles = Angles::Freq {
-            inv_freq: self.inv_freq,
-            positions: Positions::Plain(self.positions),
-            cs: self.cs,
-            ss: self.ss,
-            f32_angle: false,
-        };
         let mut scratch = MaybeUninit::uninit();
-        let src = Source::new(s, &angles, half, Rounding::Once, &mut scratch);
+        let src = Source::new(s, &self.angles, half, Rounding::Once, &mut scratch);
         let l = S::LANES;
         for (t, (c, sn)) in self
             .cos

@@ -1,23 +1,14 @@
 //! What a RoPE call asks the engine to do, once the API layer has validated it: which heads
-//! of which buffers ([`Target`], [`Span`]), and with which angles ([`Angles`]).
+//! of which buffers ([`Target`], each a list of [`View`]s), and with which angles
+//! ([`Angles`]).
 
-use crate::types::{Layout, Rounding};
+use crate::types::{Layout, Rounding, View};
 
-/// Where the heads of a buffer are: head `h` of token `t` starts at
-/// `offset + t·token_stride + h·head_stride` and its rotary window is the next `rotary_dim`
-/// elements. Validated (in bounds, windows disjoint) before any kernel runs.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Span {
-    pub n_heads: usize,
-    pub token_stride: usize,
-    pub head_stride: usize,
-    pub offset: usize,
-}
-
-/// One buffer and the spans of heads to rotate in it.
+/// One buffer and the views of heads to rotate in it (validated: in bounds, windows
+/// disjoint, before any kernel runs).
 pub(crate) struct Target<'a, T> {
     pub x: &'a mut [T],
-    pub spans: &'a [Span],
+    pub views: &'a [View],
 }
 
 /// The positions of the tokens.
@@ -45,16 +36,68 @@ pub(crate) enum Angles<'a> {
         ss: f32,
         f32_angle: bool,
     },
-    /// Caller tables, `tokens × rotary_dim/2` each, used as they are.
-    Table { cos: &'a [f32], sin: &'a [f32] },
+    /// Tables computed before (`tokens × rotary_dim/2` each): cos scaled by `cs`, sin by
+    /// `ss`, exactly as `Freq` scales the cos/sin it computes.
+    Table {
+        cos: &'a [f32],
+        sin: &'a [f32],
+        cs: f32,
+        ss: f32,
+    },
 }
 
 /// What to rotate: shared by every target of a call.
 #[derive(Clone, Copy)]
 pub(crate) struct Job<'a> {
+    /// Tokens `first .. first + tokens` of every view are rotated, token `first + t` by the
+    /// angles of entry `t` (so a call can be fed its positions in pieces).
+    pub first: usize,
     pub tokens: usize,
+    /// The rotary window's first channel within a head (`rotary_offset`).
+    pub offset: usize,
     pub rotary_dim: usize,
     pub layout: Layout,
     pub angles: Angles<'a>,
     pub round: Rounding,
+}
+
+impl<'a> Angles<'a> {
+    /// The same angles with cos scaled by `cs` and sin by `ss` (instead of what they had).
+    pub(crate) fn scaled(self, cs: f32, ss: f32) -> Angles<'a> {
+        match self {
+            Angles::Freq {
+                inv_freq,
+                positions,
+                f32_angle,
+                ..
+            } => Angles::Freq {
+                inv_freq,
+                positions,
+                cs,
+                ss,
+                f32_angle,
+            },
+            Angles::Table { cos, sin, .. } => Angles::Table { cos, sin, cs, ss },
+        }
+    }
+
+    /// The same angles with the exact product (not HF's f32 one).
+    pub(crate) fn exact(self) -> Angles<'a> {
+        match self {
+            Angles::Freq {
+                inv_freq,
+                positions,
+                cs,
+                ss,
+                ..
+            } => Angles::Freq {
+                inv_freq,
+                positions,
+                cs,
+                ss,
+                f32_angle: false,
+            },
+            table => table,
+        }
+    }
 }

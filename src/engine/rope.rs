@@ -5,7 +5,7 @@
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
 //! for each item i:
-//!     for each target buffer, each span of heads, H heads at a time:
+//!     for each target buffer, each view of heads, H heads at a time:
 //!         rotate pairs of the chunk in those H heads with table[i]   // a table vector is loaded once for H heads
 //!         compute one block of table[i + 1]                          // in the shadow of the memory stream
 //!     finish table[i + 1]
@@ -28,7 +28,7 @@
 //!   single token's table in two, software prefetch and fully unrolled heads measured no
 //!   better.
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
-//!   pointers inside windows proven in bounds once per span ([`in_bounds`]).
+//!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!
 //! Every pair gets the same operations whatever the tier's width, the head grouping or the
 //! position in a vector (tails are padded, not special-cased): on one tier, interleaved and
@@ -36,10 +36,10 @@
 
 use super::angles::{CHUNK, Padded, Source, Tab, interleaved};
 use super::dispatch::dispatch;
-use super::job::{Job, Span, Target};
+use super::job::{Job, Target};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::{Dtype, Element};
-use crate::types::{Backend, Rounding};
+use crate::types::{Backend, Rounding, View};
 use core::mem::MaybeUninit;
 
 /// Rotates `targets` as `job` says (validated by the API layer) on `backend`.
@@ -126,10 +126,10 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
             return;
         }
         for t in self.targets.iter() {
-            for span in t.spans {
-                // The API layer validated every span; the loops below rely on it for raw
-                // pointer arithmetic, so it is proven again here, once per span.
-                assert!(in_bounds(span, job.tokens, job.rotary_dim, t.x.len()));
+            for v in t.views {
+                // The API layer validated every view; the loops below rely on it for raw
+                // pointer arithmetic, so it is proven again here, once per view.
+                assert!(in_bounds(v, &job, t.x.len()));
             }
         }
         let mut scratch = MaybeUninit::<Padded>::uninit();
@@ -137,6 +137,8 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
         let run = Run {
             s,
             src: &src,
+            first: job.first,
+            offset: job.offset,
             tokens: job.tokens,
             half,
             chunks: half.div_ceil(CHUNK),
@@ -146,24 +148,26 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
     }
 }
 
-/// Whether every rotary window of `span` over `tokens` tokens lies inside a buffer of `len`
-/// elements. Windows start at `offset + t·token_stride + h·head_stride` and are `rd` long;
-/// strides are unsigned, so the last window ends furthest, and checking it (without
-/// overflow) proves every pointer the loops form stays inside the buffer.
+/// Whether every rotary window `job` touches in view `v` lies inside a buffer of `len`
+/// elements. Windows start at `v.offset + job.offset + t·token_stride + h·head_stride` for
+/// tokens `t` in `job.first .. job.first + job.tokens` and are `rotary_dim` long; strides are
+/// unsigned, so the last window ends furthest, and checking it (without overflow) proves
+/// every pointer the loops form stays inside the buffer.
 #[inline(always)]
-fn in_bounds(span: &Span, tokens: usize, rd: usize, len: usize) -> bool {
-    if tokens == 0 || span.n_heads == 0 {
-        return true; // no window: the loops form no pointer for this span
+fn in_bounds(v: &View, job: &Job<'_>, len: usize) -> bool {
+    if job.tokens == 0 || v.n_heads == 0 {
+        return true; // no window: the loops form no pointer for this view
     }
-    let end = (tokens - 1)
-        .checked_mul(span.token_stride)
+    let end = (job.first.checked_add(job.tokens - 1))
+        .and_then(|t| t.checked_mul(v.token_stride))
         .and_then(|a| {
-            (span.n_heads - 1)
-                .checked_mul(span.head_stride)
+            (v.n_heads - 1)
+                .checked_mul(v.head_stride)
                 .and_then(|b| a.checked_add(b))
         })
-        .and_then(|a| a.checked_add(span.offset))
-        .and_then(|a| a.checked_add(rd));
+        .and_then(|a| a.checked_add(v.offset))
+        .and_then(|a| a.checked_add(job.offset))
+        .and_then(|a| a.checked_add(job.rotary_dim));
     end.is_some_and(|e| e <= len)
 }
 
@@ -171,6 +175,10 @@ fn in_bounds(span: &Span, tokens: usize, rd: usize, len: usize) -> bool {
 struct Run<'a, S: Simd> {
     s: S,
     src: &'a Source<'a, S>,
+    /// The first token of the views this call rotates (entry 0 of the angles).
+    first: usize,
+    /// The rotary window's offset within a head.
+    offset: usize,
     tokens: usize,
     half: usize,
     /// Chunks per token.
@@ -255,11 +263,12 @@ impl<S: Simd> Run<'_, S> {
             let (t, j0, n) = self.item(i);
             for target in targets.iter_mut() {
                 let x = target.x.as_mut_ptr();
-                for span in target.spans.iter().filter(|sp| sp.n_heads > 0) {
-                    let (nh, hs) = (span.n_heads, span.head_stride);
-                    // SAFETY: `in_bounds` proved every window of every token of this span lies
-                    // in `target.x`; `base` is head 0 of token `t`, one of those windows' start.
-                    let base = unsafe { x.add(span.offset + t * span.token_stride) };
+                for v in target.views.iter().filter(|v| v.n_heads > 0) {
+                    let (nh, hs) = (v.n_heads, v.head_stride);
+                    let at = v.offset + self.offset + (self.first + t) * v.token_stride;
+                    // SAFETY: `in_bounds` proved every window of every token of this view lies
+                    // in `target.x`; `at` is the window of head 0 of token `first + t`.
+                    let base = unsafe { x.add(at) };
                     let mut h = 0;
                     if single {
                         while h + 4 <= nh {

@@ -211,3 +211,29 @@ pub fn ulps(a: f32, b: f32) -> u64 {
     assert!(a.is_finite() && b.is_finite(), "non-finite {a} vs {b}");
     key(a).abs_diff(key(b))
 }
+
+/// Rotates token-major `x` by caller tables (`tokens × pairs` each, pairs = rotary_dim/2) on
+/// `backend`, through the public table path: a rope of the table's rotary dim and a
+/// [`posenc::Table`]. (What the free `apply_with_table_on` of earlier releases did.)
+pub fn table_on<T: posenc::Element>(
+    backend: posenc::Backend,
+    x: &mut [T],
+    n_heads: usize,
+    head_dim: usize,
+    layout: posenc::Layout,
+    cos: &[f32],
+    sin: &[f32],
+) -> Result<(), posenc::Error> {
+    let row = n_heads
+        .checked_mul(head_dim)
+        .ok_or(posenc::Error::ShapeOverflow)?;
+    let tokens = if row == 0 { 0 } else { x.len() / row };
+    let pairs = if tokens == 0 {
+        head_dim / 2
+    } else {
+        cos.len() / tokens
+    };
+    let cfg = posenc::RopeConfig::new(head_dim, 1e4, layout).rotary_dim(2 * pairs);
+    let rope = posenc::Rope::new(&cfg)?.with_backend(backend)?;
+    rope.apply(x, n_heads, posenc::Table::new(cos, sin, tokens)?)
+}
