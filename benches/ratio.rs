@@ -1,11 +1,21 @@
-//! RoPE time against the memory ceiling, side by side: for every dtype × layout × shape
-//! (tokens × 32 heads × 128), the active backend's `apply` and `posenc::memory_ceiling_pass`
-//! over the same bytes are timed alternately (41 rounds; each round long enough to be
-//! measurable), so both see the same machine state, and the medians are printed with their
-//! ratio. Then the same for `Sinusoidal::fill` of a 4096 × 512 table against a plain write of
-//! the same bytes (`slice::fill`). `cargo bench --bench ratio`; the README's speed tables come
-//! from it. For the default-vs-native comparison run it a second time with
-//! `RUSTFLAGS="-C target-cpu=native" cargo bench --bench ratio --target-dir target/native`.
+//! RoPE time against a ceiling of bytes alone, side by side in one process.
+//!
+//! For every shape (tokens × 32 heads × 128), layout and dtype, four things are timed
+//! alternately on the same buffer (41 rounds, each long enough to be measurable; medians):
+//!
+//! * `apply` from positions (exact angles computed in the call);
+//! * `apply` from a `Table` made once by `Rope::table` (the angles-once path a runtime takes
+//!   for every layer but the first);
+//! * the **bytes ceiling**: one in-place pass over the same bytes with the cheapest operation
+//!   of that width and no conversion — f32 `x·a + b` (`posenc::memory_ceiling_pass`), 16-bit
+//!   integers `x·3 + 1` (this file, vectorised for the widest integer lanes the CPU has);
+//! * for 16-bit, also the converting pass (`memory_ceiling_pass` on f16/bf16: widen, `x·a + b`,
+//!   round), which shows how much of the time is conversion.
+//!
+//! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
+//! bytes), and the 16-bit time over f32's for the same elements. Then the sinusoidal fill of a
+//! 4096 × 512 table against a plain write of the same bytes (`slice::fill`).
+//! `cargo bench --bench ratio`; the README's speed table comes from it.
 
 use posenc::{
     Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
@@ -27,24 +37,98 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Returns (ceiling, rope) in ns per token-head.
-fn run<T: Element>(tokens: usize, layout: Layout) -> (f64, f64) {
+/// The 16-bit bytes ceiling: `x = x·3 + 1` over 16-bit integers, in place.
+mod bytes16 {
+    #[inline(always)]
+    fn body(x: &mut [u16]) {
+        for v in x.iter_mut() {
+            *v = v.wrapping_mul(3).wrapping_add(1);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512bw,avx512f,avx2")]
+    fn avx512(x: &mut [u16]) {
+        body(x)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(x: &mut [u16]) {
+        body(x)
+    }
+
+    /// The pass, with the widest integer lanes this CPU has (the loop auto-vectorises).
+    pub fn pass(x: &mut [u16]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW (and so AVX-512F and AVX2), checked above.
+                return unsafe { avx512(x) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked above.
+                return unsafe { avx2(x) };
+            }
+        }
+        body(x)
+    }
+}
+
+/// The bytes ceiling of a buffer of `T`: no conversion, the cheapest op of its width.
+fn bytes_ceiling<T: Element>(x: &mut [T]) {
+    if T::DTYPE.size_bytes() == 4 {
+        memory_ceiling_pass(Backend::active(), x, -1.0, 3.0).unwrap();
+    } else {
+        assert_eq!(size_of::<T>(), 2);
+        // SAFETY: `T` is a 16-bit element (f16 or bf16, plain bits, any pattern valid as u16
+        // and back), so the same memory is `x.len()` u16 values; `x` is borrowed mutably for
+        // the whole pass.
+        let bits = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<u16>(), x.len()) };
+        bytes16::pass(bits);
+    }
+}
+
+/// ns per token-head of: apply, table apply, bytes ceiling, converting ceiling.
+struct Times {
+    apply: f64,
+    table: f64,
+    bytes: f64,
+    converting: f64,
+}
+
+fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
     let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout)).unwrap();
-    let mut x: Vec<T> = (0..tokens * 32 * 128)
+    let fresh: Vec<T> = (0..tokens * 32 * 128)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
+    let mut x = fresh.clone();
     let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+    let mut buf = vec![0f32; rope.table_len(tokens)];
+    let table = rope.table(&pos, &mut buf).unwrap();
     let reps = (8192 / tokens).max(2);
     let b = Backend::active();
-    let (mut tc, mut tr) = (vec![], vec![]);
+    let (mut ta, mut tt, mut tb, mut tc) = (vec![], vec![], vec![], vec![]);
     for _ in 0..41 {
-        let mut ceiling = || memory_ceiling_pass(b, black_box(&mut x[..]), -1.0, 3.0).unwrap();
-        tc.push(time(&mut ceiling, reps));
+        // The integer pass drifts the 16-bit values into NaNs and infinities; start each round
+        // from finite data so every timed call sees the same kind of values.
+        x.copy_from_slice(&fresh);
         let mut apply = || rope.apply(black_box(&mut x[..]), 32, &pos).unwrap();
-        tr.push(time(&mut apply, reps));
+        ta.push(time(&mut apply, reps));
+        let mut from_table = || rope.apply(black_box(&mut x[..]), 32, table).unwrap();
+        tt.push(time(&mut from_table, reps));
+        let mut converting = || memory_ceiling_pass(b, black_box(&mut x[..]), -1.0, 3.0).unwrap();
+        tc.push(time(&mut converting, reps));
+        let mut bytes = || bytes_ceiling(black_box(&mut x[..]));
+        tb.push(time(&mut bytes, reps));
     }
     let per = 1e9 / (tokens * 32) as f64;
-    (median(tc) * per, median(tr) * per)
+    Times {
+        apply: median(ta) * per,
+        table: median(tt) * per,
+        bytes: median(tb) * per,
+        converting: median(tc) * per,
+    }
 }
 
 /// Returns (plain write, fill) in µs for a 4096 × 512 table.
@@ -65,25 +149,43 @@ fn run_sin<T: Element>(layout: SinusoidalLayout) -> (f64, f64) {
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported here.
     println!(
-        "backend {}; ns per token-head (128 dims), medians of 41 alternating rounds",
+        "backend {}; ns per token-head (128 dims), medians of 41 alternating rounds; \
+         ratio = bytes-ceiling time / time",
         Backend::active().name()
     );
-    println!("| tokens | layout | f32 rope / ceiling | f32 ratio | bf16 ratio | f16 ratio |");
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!(
+        "| tokens | layout | dtype | apply / table / bytes ceiling ns | apply ratio | table ratio \
+         | converting ceiling ratio | time / f32 time |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|");
     for tokens in [1, 64, 512, 4096] {
         for (layout, name) in [
             (Layout::Interleaved, "interleaved"),
             (Layout::RotateHalf, "rotate_half"),
         ] {
-            let (c32, r32) = run::<f32>(tokens, layout);
-            let (cb, rb) = run::<bf16>(tokens, layout);
-            let (ch, rh) = run::<f16>(tokens, layout);
-            println!(
-                "| {tokens} | {name} | {r32:.1} / {c32:.1} | {:.2} | {:.2} | {:.2} |",
-                c32 / r32,
-                cb / rb,
-                ch / rh
-            );
+            let f = run::<f32>(tokens, layout);
+            let rows = [
+                ("f32", f),
+                ("bf16", run::<bf16>(tokens, layout)),
+                ("f16", run::<f16>(tokens, layout)),
+            ];
+            let f32_apply = rows[0].1.apply;
+            for (dtype, t) in rows {
+                println!(
+                    "| {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} | {:.2} | {} | {:.2} |",
+                    t.apply,
+                    t.table,
+                    t.bytes,
+                    t.bytes / t.apply,
+                    t.bytes / t.table,
+                    if dtype == "f32" {
+                        "—".to_string()
+                    } else {
+                        format!("{:.2}", t.converting / t.apply)
+                    },
+                    t.apply / f32_apply,
+                );
+            }
         }
     }
     println!();
