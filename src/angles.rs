@@ -9,6 +9,7 @@
 //! ```
 
 use crate::error::Error;
+#[cfg(feature = "rayon")]
 use core::ops::Range;
 
 mod sealed {

@@ -16,12 +16,12 @@ use crate::error::Error;
 /// in posenc; distances `k − q` are formed in `i64`, so they never overflow.
 ///
 /// ```
-/// use posenc::Positions;
-/// let r = Positions::range(10, 3); // 10, 11, 12
+/// use posenc::AlibiPositions;
+/// let r = AlibiPositions::range(10, 3); // 10, 11, 12
 /// assert_eq!(r.len(), 3);
-/// let l: Positions = (&[4, 0, 7][..]).into();
-/// assert_eq!(l, Positions::List(&[4, 0, 7]));
-/// assert!(Positions::range(5, 0).is_empty());
+/// let l: AlibiPositions = (&[4, 0, 7][..]).into();
+/// assert_eq!(l, AlibiPositions::List(&[4, 0, 7]));
+/// assert!(AlibiPositions::range(5, 0).is_empty());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Positions<'a> {
@@ -41,7 +41,7 @@ impl<'a> Positions<'a> {
     /// The range `start .. start + len`.
     ///
     /// ```
-    /// assert_eq!(posenc::Positions::range(-2, 4).len(), 4);
+    /// assert_eq!(posenc::AlibiPositions::range(-2, 4).len(), 4);
     /// ```
     pub const fn range(start: i32, len: usize) -> Positions<'static> {
         Positions::Range { start, len }
@@ -50,7 +50,7 @@ impl<'a> Positions<'a> {
     /// How many positions.
     ///
     /// ```
-    /// assert_eq!(posenc::Positions::List(&[1, 2]).len(), 2);
+    /// assert_eq!(posenc::AlibiPositions::List(&[1, 2]).len(), 2);
     /// ```
     pub const fn len(&self) -> usize {
         match *self {
@@ -62,7 +62,7 @@ impl<'a> Positions<'a> {
     /// Whether there are no positions.
     ///
     /// ```
-    /// assert!(posenc::Positions::List(&[]).is_empty());
+    /// assert!(posenc::AlibiPositions::List(&[]).is_empty());
     /// ```
     pub const fn is_empty(&self) -> bool {
         self.len() == 0
@@ -138,12 +138,12 @@ pub(crate) fn block_len(heads: usize, q_len: usize, k_len: usize) -> Result<usiz
 /// keys a causal mask hides.
 ///
 /// ```
-/// use posenc::{alibi_bias, AlibiMode, Positions};
+/// use posenc::{alibi_bias, AlibiMode, AlibiPositions};
 /// let mut sym = [0f32; 3];
 /// let mut causal = [0f32; 3];
 /// // one head (slope 0.5), query at 1, keys at 0, 1, 2
-/// alibi_bias(&[0.5], &[1], Positions::range(0, 3), AlibiMode::Symmetric, &mut sym).unwrap();
-/// alibi_bias(&[0.5], &[1], Positions::range(0, 3), AlibiMode::Causal, &mut causal).unwrap();
+/// alibi_bias(&[0.5], &[1], AlibiPositions::range(0, 3), AlibiMode::Symmetric, &mut sym).unwrap();
+/// alibi_bias(&[0.5], &[1], AlibiPositions::range(0, 3), AlibiMode::Causal, &mut causal).unwrap();
 /// assert_eq!(sym, [-0.5, 0.0, -0.5]);
 /// assert_eq!(causal, [-0.5, 0.0, 0.5]);
 /// ```
@@ -282,12 +282,12 @@ fn check_slopes(slopes: &[f32]) -> Result<(), Error> {
 /// `out` of the wrong length ([`Error::LengthMismatch`]).
 ///
 /// ```
-/// use posenc::{alibi_bias, alibi_slopes, AlibiMode, Positions};
+/// use posenc::{alibi_bias, alibi_slopes, AlibiMode, AlibiPositions};
 /// let mut slopes = [0f32; 8];
 /// alibi_slopes(8, &mut slopes).unwrap();
 /// // Decode step: the query at position 4 against the 5 cached keys 0..=4, in bf16.
 /// let mut bias = vec![posenc::bf16::ZERO; 8 * 1 * 5];
-/// let (q, k) = (Positions::range(4, 1), Positions::range(0, 5));
+/// let (q, k) = (AlibiPositions::range(4, 1), AlibiPositions::range(0, 5));
 /// alibi_bias(&slopes, q, k, AlibiMode::Causal, &mut bias).unwrap();
 /// assert_eq!(bias[0].to_f32(), -2.0); // head 0 (slope 1/2), key 0: 0.5 · (0 − 4)
 /// assert_eq!(bias[4].to_f32(), 0.0); // the query's own key

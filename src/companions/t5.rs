@@ -206,10 +206,10 @@ impl T5Buckets {
     /// Errors (nothing written): [`Error::ShapeOverflow`], [`Error::LengthMismatch`].
     ///
     /// ```
-    /// use posenc::{Positions, T5Buckets};
+    /// use posenc::{AlibiPositions, T5Buckets};
     /// let dec = T5Buckets::new(false, 32, 128).unwrap();
     /// let mut out = [0u32; 3 * 3];
-    /// dec.fill(Positions::range(0, 3), Positions::range(0, 3), &mut out).unwrap();
+    /// dec.fill(AlibiPositions::range(0, 3), AlibiPositions::range(0, 3), &mut out).unwrap();
     /// assert_eq!(out, [0, 0, 0,
     ///                  1, 0, 0,
     ///                  2, 1, 0]);
@@ -251,12 +251,12 @@ impl T5Buckets {
     /// [`Error::LengthMismatch`] for `table` or `out`.
     ///
     /// ```
-    /// use posenc::{Positions, T5Buckets};
+    /// use posenc::{AlibiPositions, T5Buckets};
     /// let b = T5Buckets::new(true, 4, 8).unwrap(); // buckets: 0 same, 1 before, 3 after
     /// // 4 buckets × 2 heads: head 0 = bucket id, head 1 = 10 × bucket id
     /// let table = [0.0f32, 0.0, 1.0, 10.0, 2.0, 20.0, 3.0, 30.0];
     /// let mut out = [0f32; 2 * 1 * 3];
-    /// b.fill_bias(&table, 2, &[1], Positions::range(0, 3), &mut out).unwrap();
+    /// b.fill_bias(&table, 2, &[1], AlibiPositions::range(0, 3), &mut out).unwrap();
     /// assert_eq!(out, [1.0, 0.0, 3.0, 10.0, 0.0, 30.0]);
     /// ```
     pub fn fill_bias<'q, 'k, T: Copy>(
