@@ -41,7 +41,7 @@ objdump -d --no-show-raw-insn -C "$bin" >"$work/all.asm"
 awk -v dir="$work" '
   /^[0-9a-f]+ <.*>:$/ {
     name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
-    keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run::<.*>$/)
+    keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run(_bf16)?::<.*>$/)
     if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
     next
   }
@@ -99,6 +99,9 @@ check() {
           need "$cvt_in" vcvtph2ps
           need "$cvt_out" vcvtps2ph
         fi
+        if [[ $name == *::run_bf16::* ]]; then
+          need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
+        fi
         if [ -n "$extra" ]; then need "$(count "$n" "$extra")" "$extra (self-test pattern)"; fi
         ;;
       axpb) need "$fma" "vfmadd (fused multiply-add)" ;;
@@ -120,6 +123,22 @@ check() {
         }
       done
     done
+    if [ $t = avx512 ]; then
+      # The kernels that round to bf16 have a second instantiation with AVX512-BF16 (and
+      # only they: `Kernel::ROUNDS_TO_BF16` keeps the others out of `run_bf16`).
+      for k in "engine::rope::Rotate<half::bfloat::bf16, false, true, true>" \
+        "sinusoidal::kernel::Sinusoids<half::bfloat::bf16>" "engine::ceiling::Axpb<half::bfloat::bf16>"; do
+        want="posenc::engine::x86_64::avx512::run_bf16::<posenc::$k>"
+        grep -qF $'\t'"$want" "$work/names" || {
+          echo "check-asm: FAIL $want not found" >&2
+          fails=1
+        }
+      done
+      if grep -E $'\t''posenc::engine::x86_64::avx512::run_bf16::' "$work/names" | grep -v 'half::bfloat::bf16' >&2; then
+        echo "check-asm: FAIL kernels that never round to bf16 instantiated in run_bf16 (above)" >&2
+        fails=1
+      fi
+    fi
     want="posenc::engine::x86_64::$t::run::<posenc::engine::angles::CosSinTable>"
     grep -qF $'\t'"$want" "$work/names" || {
       echo "check-asm: FAIL $want not found" >&2

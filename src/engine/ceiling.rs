@@ -17,6 +17,7 @@ pub(crate) struct Axpb<'a, T> {
 
 impl<T: Element> Kernel for Axpb<'_, T> {
     type Output = ();
+    const ROUNDS_TO_BF16: bool = matches!(T::DTYPE, Dtype::Bf16);
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {

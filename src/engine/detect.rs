@@ -10,6 +10,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 const AVX2: u8 = 1;
 const AVX512: u8 = 2;
+const AVX512_BF16: u8 = 4;
 const KNOWN: u8 = 0x80;
 
 /// Whether the CPU runs AVX2 + FMA + F16C (the `Avx2` tier).
@@ -22,6 +23,13 @@ pub(crate) fn avx2() -> bool {
 #[inline]
 pub(crate) fn avx512() -> bool {
     features() & AVX512 != 0
+}
+
+/// Whether the `Avx512` tier may also use AVX512-BF16's conversion (with AVX512-DQ's
+/// `vfpclassps` for the inputs that conversion does not round as `half` does).
+#[inline]
+pub(crate) fn avx512_bf16() -> bool {
+    features() & AVX512_BF16 != 0
 }
 
 /// The usable tiers as a bit set, detected once and cached (a relaxed atomic: detection is
@@ -51,6 +59,12 @@ fn detect() -> u8 {
         f |= AVX2;
         if cfg!(target_feature = "avx512f") {
             f |= AVX512;
+            if cfg!(all(
+                target_feature = "avx512bf16",
+                target_feature = "avx512dq"
+            )) {
+                f |= AVX512_BF16;
+            }
         }
     }
     #[cfg(all(target_arch = "x86_64", feature = "std", not(miri)))]
@@ -60,6 +74,9 @@ fn detect() -> u8 {
             f |= AVX2;
             if has!("avx512f") {
                 f |= AVX512;
+                if has!("avx512bf16") && has!("avx512dq") {
+                    f |= AVX512_BF16;
+                }
             }
         }
     }

@@ -31,7 +31,10 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
         },
         #[cfg(target_arch = "x86_64")]
         Backend::Avx512 => match Avx512::new() {
-            Some(t) => t.vectorize(k),
+            Some(t) => match t.native_bf16() {
+                Some(t) if K::ROUNDS_TO_BF16 => t.vectorize(k),
+                _ => t.vectorize(k),
+            },
             None => k.run(Portable),
         },
         #[cfg(not(target_arch = "x86_64"))]

@@ -117,6 +117,7 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
     for Rotate<'_, '_, T, IL, ONCE, WHOLE>
 {
     type Output = ();
+    const ROUNDS_TO_BF16: bool = matches!(T::DTYPE, Dtype::Bf16);
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {

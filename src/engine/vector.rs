@@ -256,6 +256,9 @@ pub(crate) fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
 pub(crate) trait Kernel {
     /// What the operation returns.
     type Output;
+    /// Whether the operation rounds to bf16, so that a tier with a native bf16 conversion
+    /// runs it with that conversion (a separate instantiation only for such kernels).
+    const ROUNDS_TO_BF16: bool = false;
     /// Runs the operation with the vectors of `s`.
     fn run<S: Simd>(self, s: S) -> Self::Output;
 }

@@ -73,6 +73,7 @@ pub(crate) struct Sinusoids<'a, T> {
 
 impl<T: Element> Kernel for Sinusoids<'_, T> {
     type Output = ();
+    const ROUNDS_TO_BF16: bool = matches!(T::DTYPE, Dtype::Bf16);
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {

@@ -2,18 +2,25 @@
 //!
 //! What is specific to AVX-512: the token and its one entry function (`run`), the lane
 //! operations as intrinsics (masked blends for the quadrant, two-source permutes for `zip`),
-//! and the f16/bf16 conversions. bf16 stores use integer round-to-nearest-even rather than
-//! AVX512-BF16's `vcvtneps2bf16`: that instruction treats subnormal inputs as zero, which would
-//! break the bit-for-bit agreement with `half::bf16::from_f32` the contract promises.
+//! and the f16/bf16 conversions.
+//!
+//! bf16 rounding: on CPUs with AVX512-BF16, kernels that round to bf16 run in a second entry
+//! function (`run_bf16`, token `Avx512<true>`) that converts with `vcvtneps2bf16`: one
+//! instruction for what is otherwise an integer round-to-nearest-even sequence of ten. That
+//! instruction rounds exactly as `half::bf16::from_f32` (nearest-even, NaN quieted by setting
+//! bit 6) except that it reads subnormal inputs as zero, so a vector with a subnormal lane
+//! (`vfpclassps`, rare in practice) takes the integer sequence instead: the bits are
+//! `half`'s either way (`tests/element.rs` walks every bf16 pattern through every backend).
 
 use crate::engine::detect;
 use crate::engine::vector::{Kernel, Simd};
 use core::arch::x86_64::*;
 
-/// The AVX-512 tier's token: proof that this CPU has AVX-512F, AVX2, FMA and F16C. The
-/// private field keeps every constructor in this file, and [`Avx512::new`] is the only one.
+/// The AVX-512 tier's token: proof that this CPU has AVX-512F, AVX2, FMA and F16C, and with
+/// `BF16`, AVX512-BF16 and AVX512-DQ too. The private field keeps every constructor in this
+/// file: [`Avx512::new`], then [`Avx512::native_bf16`].
 #[derive(Clone, Copy)]
-pub(crate) struct Avx512(());
+pub(crate) struct Avx512<const BF16: bool = false>(());
 
 impl Avx512 {
     /// The token, if this CPU (or the build's target features) has AVX-512F, AVX2, FMA and
@@ -21,6 +28,13 @@ impl Avx512 {
     #[inline]
     pub(crate) fn new() -> Option<Avx512> {
         detect::avx512().then_some(Avx512(()))
+    }
+
+    /// The token that also converts to bf16 natively, if this CPU has AVX512-BF16 and
+    /// AVX512-DQ.
+    #[inline]
+    pub(crate) fn native_bf16(self) -> Option<Avx512<true>> {
+        detect::avx512_bf16().then_some(Avx512(()))
     }
 
     /// Runs `k` with this tier's vectors, compiled with its features.
@@ -32,6 +46,16 @@ impl Avx512 {
     }
 }
 
+impl Avx512<true> {
+    /// Runs `k` with this tier's vectors and native bf16 conversion.
+    #[inline(always)]
+    pub(crate) fn vectorize<K: Kernel>(self, k: K) -> K::Output {
+        // SAFETY: `run_bf16` needs AVX-512F, AVX2, FMA, F16C, AVX512-BF16 and AVX512-DQ, which
+        // `self` proves (`Avx512::native_bf16`).
+        unsafe { run_bf16(self, k) }
+    }
+}
+
 /// The AVX-512 entry point: every kernel is instantiated here, where it inlines with the
 /// tier's features enabled (`.ci/check-asm.sh` disassembles each instantiation).
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
@@ -39,7 +63,14 @@ fn run<K: Kernel>(t: Avx512, k: K) -> K::Output {
     k.run(t)
 }
 
-impl Simd for Avx512 {
+/// The entry point of the kernels that round to bf16 ([`Kernel::ROUNDS_TO_BF16`]), on CPUs
+/// with AVX512-BF16.
+#[target_feature(enable = "avx512f,avx2,fma,f16c,avx512bf16,avx512dq")]
+fn run_bf16<K: Kernel>(t: Avx512<true>, k: K) -> K::Output {
+    k.run(t)
+}
+
+impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
     type F = __m512;
     type D = __m512d;
@@ -225,7 +256,7 @@ impl Simd for Avx512 {
     #[inline(always)]
     unsafe fn st_bf16(self, v: __m512, dst: *mut half::bf16) {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
-        unsafe { _mm256_storeu_si256(dst.cast(), _mm512_cvtepi32_epi16(self.bf16_bits(v))) }
+        unsafe { _mm256_storeu_si256(dst.cast(), self.bf16_packed(v)) }
     }
     #[inline(always)]
     unsafe fn ld_i32_widen(self, p: *const i32) -> __m512d {
@@ -240,11 +271,32 @@ impl Simd for Avx512 {
     #[inline(always)]
     fn round_bf16(self, v: __m512) -> __m512 {
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
-        unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(self.bf16_bits(v))) }
+        unsafe {
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+                self.bf16_packed(v),
+            )))
+        }
     }
 }
 
-impl Avx512 {
+impl<const BF16: bool> Avx512<BF16> {
+    /// The 16 lanes rounded to bf16 exactly as `half::bf16::from_f32`, packed into 256 bits.
+    #[inline(always)]
+    fn bf16_packed(self, v: __m512) -> __m256i {
+        if BF16 {
+            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16 and AVX512-DQ
+            // (`Avx512::native_bf16`).
+            unsafe {
+                // Class 0x20: denormal. The native conversion reads those as zero.
+                if _mm512_fpclass_ps_mask::<0x20>(v) == 0 {
+                    return core::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(v));
+                }
+            }
+        }
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe { _mm512_cvtepi32_epi16(self.bf16_bits(v)) }
+    }
+
     /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
     /// `half::bf16::from_f32` (see `Avx2::bf16_hi`).
     #[inline(always)]
