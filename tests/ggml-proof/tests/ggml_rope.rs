@@ -7,8 +7,8 @@
 //! own f32 angle computation allows (derived in `bound` below), and that dimensions outside
 //! the rotary part are copied bitwise by both.
 //!
-//! Run: `cd tests/ggml-proof && cargo test --release -- --nocapture` (prints the measured
-//! maximum error and the largest error/bound ratio per case).
+//! Run: `cd tests/ggml-proof && cargo test -- --nocapture` (prints the measured maximum error
+//! and the largest error/bound ratio per case).
 
 use posenc::load::{GgufArray, GgufValue, rope_from_gguf};
 use posenc_ggml_proof::{
@@ -116,6 +116,10 @@ struct Stats {
     max_ratio: f64,
     max_bound: f64,
     checked: usize,
+    /// Single-position cases: each side against the exact rotation (f64) by posenc's own f32
+    /// frequencies, to show whose error the difference is.
+    posenc_vs_exact: Option<f64>,
+    ggml_vs_exact: Option<f64>,
 }
 
 fn run(case: &Case) -> Stats {
@@ -209,6 +213,20 @@ fn run_with_e(case: &Case, e_is_t: bool) -> Stats {
                     ff,
                     m,
                 );
+                if case.axes.is_none() {
+                    let theta = POSITIONS[t] as f64 * rope.inv_freq()[j] as f64;
+                    let (a, b) = (x[row + ia] as f64, x[row + ib] as f64);
+                    let exact = [
+                        m * (a * theta.cos() - b * theta.sin()),
+                        m * (b * theta.cos() + a * theta.sin()),
+                    ];
+                    for (k, i) in [ia, ib].into_iter().enumerate() {
+                        let po = (ours[row + i] as f64 - exact[k]).abs();
+                        let gg = (theirs[row + i] as f64 - exact[k]).abs();
+                        st.posenc_vs_exact = Some(st.posenc_vs_exact.unwrap_or(0.0).max(po));
+                        st.ggml_vs_exact = Some(st.ggml_vs_exact.unwrap_or(0.0).max(gg));
+                    }
+                }
                 for i in [ia, ib] {
                     let err = (ours[row + i] as f64 - theirs[row + i] as f64).abs();
                     assert!(
@@ -625,16 +643,23 @@ fn cases() -> Vec<Case> {
 fn posenc_matches_ggml_rope_within_ggmls_f32_angle_error() {
     println!("ggml from {GGML_SOURCE}");
     println!(
-        "{:<52} {:>11} {:>11} {:>9} {:>7}",
-        "case", "max|Δ|", "max bound", "max Δ/bd", "values"
+        "{:<52} {:>11} {:>11} {:>9} {:>7} {:>11} {:>11}",
+        "case", "max|Δ|", "max bound", "max Δ/bd", "values", "posenc-ex", "ggml-ex"
     );
     let (mut worst_err, mut worst_ratio) = (0.0f64, 0.0f64);
     let all = cases();
     for case in &all {
         let st = run(case);
+        let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3e}"));
         println!(
-            "{:<52} {:>11.3e} {:>11.3e} {:>9.3} {:>7}",
-            case.name, st.max_err, st.max_bound, st.max_ratio, st.checked
+            "{:<52} {:>11.3e} {:>11.3e} {:>9.3} {:>7} {:>11} {:>11}",
+            case.name,
+            st.max_err,
+            st.max_bound,
+            st.max_ratio,
+            st.checked,
+            opt(st.posenc_vs_exact),
+            opt(st.ggml_vs_exact)
         );
         worst_err = worst_err.max(st.max_err);
         worst_ratio = worst_ratio.max(st.max_ratio);
