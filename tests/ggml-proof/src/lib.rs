@@ -146,7 +146,10 @@ pub fn ggml_rope(
 ) -> Vec<f32> {
     let tokens = pos.tokens();
     assert_eq!(x.len(), tokens * n_heads * head_dim, "x shape");
-    assert!(args.n_dims <= head_dim && args.n_dims % 2 == 0, "n_dims");
+    assert!(
+        args.n_dims <= head_dim && args.n_dims.is_multiple_of(2),
+        "n_dims"
+    );
     if let Some(ff) = args.freq_factors {
         assert_eq!(ff.len(), args.n_dims / 2, "freq factors");
     }

@@ -88,7 +88,8 @@ struct Case {
 }
 
 /// The bound on `|posenc − ggml|` for one element of a rotated pair `(a, b)` at pair index
-/// `j` (ggml's `i0/2`), position magnitude `p`.
+/// `j` (ggml's `i0/2`), unscaled angle `θₑ = |p|·base^(−2j/n)/ffⱼ` (computed by the caller in
+/// f64), magnitude `m`.
 ///
 /// ggml forms the angle in f32 as `θ = mix(fs·θₑ, θₑ)` with `θₑ = (p·sʲ)/ffⱼ`, where
 /// `s = powf(base, −2/n_dims)` and `p·sʲ` is a running product (`theta *= theta_scale`, one
@@ -103,9 +104,8 @@ struct Case {
 /// `m·‖(a, b)‖·|Δθ|` (m the magnitude). On top come the roundings of the outputs: ggml's cosf
 /// and sinf (≤ 1 ulp each), its magnitude product and `a·c − b·s` (≤ 3 roundings), posenc's
 /// single rounding of its f32 result, and the f32 magnitude itself (≤ 2u): ≤ 8u·m·(|a| + |b|).
-fn bound(a: f32, b: f32, j: usize, p: f64, base: f64, n_dims: usize, ff: f64, m: f64) -> f64 {
+fn bound(a: f32, b: f32, j: usize, theta_e: f64, m: f64) -> f64 {
     let (a, b) = (a as f64, b as f64);
-    let theta_e = p * base.powf(-2.0 * j as f64 / n_dims as f64) / ff;
     let dtheta = theta_e * (4.0 * j as f64 + 12.0) * U;
     m * (a.hypot(b) * dtheta + 8.0 * U * (a.abs() + b.abs()))
 }
@@ -203,16 +203,9 @@ fn run_with_e(case: &Case, e_is_t: bool) -> Stats {
                     (2 * j, 2 * j + 1)
                 };
                 let ff = case.args.freq_factors.map_or(1.0, |f| f[j] as f64);
-                let lim = bound(
-                    x[row + ia],
-                    x[row + ib],
-                    j,
-                    p,
-                    case.args.freq_base as f64,
-                    n,
-                    ff,
-                    m,
-                );
+                let base = case.args.freq_base as f64;
+                let theta_e = p * base.powf(-2.0 * j as f64 / n as f64) / ff;
+                let lim = bound(x[row + ia], x[row + ib], j, theta_e, m);
                 if case.axes.is_none() {
                     let theta = POSITIONS[t] as f64 * rope.inv_freq()[j] as f64;
                     let (a, b) = (x[row + ia] as f64, x[row + ib] as f64);
