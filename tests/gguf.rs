@@ -257,7 +257,29 @@ fn mrope_sections_give_axes() {
             sections: [24, 20, 20]
         }
     );
-    assert_eq!(rope, presets::QWEN3_VL_8B.rope().unwrap());
+    // ggml's IMROPE gives pairs 61 (61 % 3 == 1, not < 3·20) and 62 (62 % 3 == 2, not < 3·20)
+    // to its fourth axis, which llama.cpp sets to 0 for every decoder token: llama.cpp never
+    // rotates them, HF rotates them with t. Every other pair has HF's frequency.
+    let hf = presets::QWEN3_VL_8B.rope().unwrap();
+    assert_eq!(rope.inv_freq().len(), hf.inv_freq().len());
+    for (j, (&w, &h)) in rope.inv_freq().iter().zip(hf.inv_freq()).enumerate() {
+        if j == 61 || j == 62 {
+            assert!(w < 1e-44, "pair {j}: {w}");
+        } else {
+            assert_eq!(w.to_bits(), h.to_bits(), "pair {j}");
+        }
+    }
+    // At the far end of a long context those pairs still come out unchanged; their
+    // neighbours rotate.
+    let x: Vec<f32> = (0..128).map(|i| 0.5 + i as f32 / 256.0).collect();
+    let mut y = x.clone();
+    rope.apply_axes(&mut y, 1, &[[8191, 8191, 8191]]).unwrap();
+    for d in [61, 62, 125, 126] {
+        assert_eq!(y[d].to_bits(), x[d].to_bits(), "dim {d}");
+    }
+    for d in [60, 63, 124, 127] {
+        assert_ne!(y[d], x[d], "dim {d}");
+    }
     // GLM-4 is NORM without sections.
     let m = meta(
         "glm4",

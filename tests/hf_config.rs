@@ -1,7 +1,8 @@
-//! `load::ropes_from_hf_config` on reproduced published `config.json` files
-//! (`tests/data/configs`, provenance in its README): each must build the Rope of the matching
-//! preset (whose values are checked against HF's buffers elsewhere), and bad input must be a
-//! typed error naming the key, never a panic.
+//! `load::ropes_from_hf_config` on published `config.json` files (`tests/data/configs`; which
+//! are verbatim copies and which are reconstructions, and from where, in its `SOURCES.md`):
+//! each must build the Rope of the matching preset (whose values are checked against HF's
+//! buffers elsewhere) or, for the default scheme, HF's `inv_freq` formula evaluated here in
+//! f64; and bad input must be a typed error naming the key, never a panic.
 #![cfg(feature = "serde")]
 
 use posenc::load::{ConfigErrorKind, HfOptions, ropes_from_hf_config, ropes_from_hf_config_with};
@@ -52,6 +53,7 @@ fn published_configs_build_their_presets() {
         ("mistral-7b-v0.1", presets::MISTRAL_7B_V0_1),
         ("mistral-7b-v0.3", presets::MISTRAL_7B_V0_3),
         ("qwen2.5-7b-instruct", presets::QWEN2_5_7B),
+        ("qwen2.5-7b", presets::QWEN2_5_7B),
         ("qwen2.5-7b-instruct-yarn", presets::QWEN2_5_7B_YARN),
         ("qwen2-vl-7b-instruct", presets::QWEN2_VL_7B),
         ("qwen3-vl-8b-instruct", presets::QWEN3_VL_8B),
@@ -60,14 +62,45 @@ fn published_configs_build_their_presets() {
         ("gemma-2-9b", presets::GEMMA_2_9B),
         ("gpt-neox-20b", presets::GPT_NEOX_20B),
         ("gpt-j-6b", presets::GPT_J_6B),
+        ("gpt-j-6b.third-party-copy", presets::GPT_J_6B),
         ("glm-4-9b-0414", presets::GLM_4_9B),
         // No preset of their own: HF's default inv_freq for (θ, d) is the one of a preset
         // with the same θ, d and pairing.
         ("qwen3-8b", presets::QWEN2_5_7B),
+        ("qwen3-8b-base", presets::QWEN2_5_7B),
         ("olmo-2-1124-7b", presets::LLAMA_3_8B),
     ];
     for (name, p) in cases {
         assert_preset(name, &single(name), p);
+    }
+}
+
+/// The default scheme against HF's formula itself, `inv_freq[j] = 1 / θ^(2j/d)` (computed here
+/// in f64; HF evaluates it in f32, so within an ulp), rotate_half pairing, attention factor 1.
+#[test]
+fn default_configs_match_hfs_inv_freq_formula() {
+    for (name, theta, d) in [
+        ("qwen2.5-7b", 1e6, 128),
+        ("qwen3-8b", 1e6, 128),
+        ("qwen3-8b-base", 1e6, 128),
+        ("olmo-2-1124-7b", 5e5, 128),
+        ("meta-llama-3-8b", 5e5, 128),
+        ("mistral-7b-v0.1", 1e4, 128),
+        ("gemma-2-9b", 1e4, 256),
+    ] {
+        let rope = single(name);
+        assert_eq!(rope.head_dim(), d, "{name}");
+        assert_eq!(rope.rotary_dim(), d, "{name}");
+        assert_eq!(rope.layout(), posenc::Layout::RotateHalf, "{name}");
+        assert_eq!(rope.attention_factor(), 1.0, "{name}");
+        for (j, &w) in rope.inv_freq().iter().enumerate() {
+            let hf = 1.0 / f64::powf(theta, (2 * j) as f64 / d as f64);
+            let rel = ((w as f64 - hf) / hf).abs();
+            assert!(
+                rel <= f32::EPSILON as f64,
+                "{name}: pair {j}: {w} vs {hf} (rel {rel:e})"
+            );
+        }
     }
 }
 

@@ -850,9 +850,40 @@ where
         } else {
             Axes::MRope { sections: s }
         };
-        let scaling = match rope_freqs {
-            Some(ff) => Scaling::FreqFactors(ff),
-            None => Scaling::None,
+        // ggml's IMROPE sends pair j (its sector `j mod Σsections`) to a fourth axis `e` when
+        // none of the t/h/w rules claims it (`j % 3 == 1 && j < 3·s_h` → h, `j % 3 == 2 &&
+        // j < 3·s_w` → w, `j % 3 == 0 && j < 3·s_t` → t; Qwen3-VL's [24, 20, 20]: pairs 61 and
+        // 62), and llama.cpp passes `e = 0` for every decoder token (text `[p, p, p, 0]`,
+        // image tokens `z = 0`): those pairs are never rotated, where HF rotates them with t.
+        // posenc's axes have no `e`: their frequency is divided by `f32::MAX`, which underflows
+        // it to 0 or the smallest subnormal, so for |p| < 2²⁴ the angle is below 2⁻¹²⁵: cos
+        // rounds to 1 and the sin term is below f32 precision of any normal input.
+        let mut factors = [1.0f32; crate::scaling::MAX_PAIRS];
+        let mut stationary = false;
+        let sect = sections[0] + sections[1] + sections[2];
+        if interleaved && sect > 0 {
+            for (j, f) in factors.iter_mut().enumerate().take(pairs) {
+                let k = j % sect;
+                let claimed = (k % 3 == 1 && k < 3 * sections[1])
+                    || (k % 3 == 2 && k < 3 * sections[2])
+                    || (k % 3 == 0 && k < 3 * sections[0]);
+                if !claimed {
+                    *f = f32::MAX;
+                    stationary = true;
+                }
+            }
+        }
+        if let Some(ff) = rope_freqs {
+            for (f, &r) in factors.iter_mut().zip(ff) {
+                if *f == 1.0 {
+                    *f = r;
+                }
+            }
+        }
+        let scaling = if stationary || rope_freqs.is_some() {
+            Scaling::FreqFactors(&factors[..pairs])
+        } else {
+            Scaling::None
         };
         let cfg = RopeConfig::new(head_dim, base, layout)
             .rotary_dim(n_rot)

@@ -76,6 +76,10 @@
 //!   divisors computed by its converter in f64/f32 (its own rounding); LongRoPE models carry
 //!   `rope_factors_long`/`rope_factors_short` and choose by context size, where HF chooses
 //!   per call. Pass the chosen tensor's values.
+//! * **Interleaved M-RoPE (Qwen3-VL).** ggml's IMROPE gives a pair that none of the t/h/w
+//!   rules claims (Qwen3-VL's `[24, 20, 20]`: pairs 61 and 62) to a fourth axis, which
+//!   llama.cpp sets to 0 for every decoder token: llama.cpp never rotates those pairs, HF
+//!   rotates them with t. The GGUF route follows llama.cpp (their frequency underflows to 0).
 //! * **Magnitude in the op.** ggml multiplies cos and sin by the YaRN magnitude inside the
 //!   rope op, as posenc's `attention_factor` does, so a K-cache shift with it is not a pure
 //!   rotation in either; use [`Rope::shift`](crate::Rope::shift) for shifts.
