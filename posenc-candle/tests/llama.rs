@@ -22,7 +22,8 @@ fn posenc_rotary(cfg: &ct::Config) -> Rotary {
     Rotary::Posenc(RotaryEmbedding::new(rope))
 }
 
-/// Logits of a prompt at `index_pos`, then of `decode` single tokens after it (KV cache).
+/// Logits of a prompt at `index_pos`, then of `decode` greedy single tokens after it (KV
+/// cache).
 fn run(
     cfg: &ct::Config,
     rotary: Rotary,
@@ -35,8 +36,20 @@ fn run(
     let model = Llama::load(weights::var_builder(&w, dtype), cfg)?;
     let mut cache = Cache::new(true, rotary, cfg, &Device::Cpu);
     let mut out = Vec::new();
-    let mut logits = model.forward(prompt, index_pos, &mut cache)?;
-    let mut pos = index_pos + prompt.dim(1)?;
+    let n = prompt.dim(1)?;
+    let mut logits = if index_pos == 0 {
+        model.forward(prompt, 0, &mut cache)?
+    } else {
+        // The model's causal mask assumes the cache holds positions 0..index_pos; starting
+        // further on, feed the prompt one token at a time (no mask needed), keeping every
+        // step's logits.
+        for i in 0..n - 1 {
+            let l = model.forward(&prompt.narrow(1, i, 1)?, index_pos + i, &mut cache)?;
+            out.push(l.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>()?);
+        }
+        model.forward(&prompt.narrow(1, n - 1, 1)?, index_pos + n - 1, &mut cache)?
+    };
+    let mut pos = index_pos + n;
     for _ in 0..=decode {
         out.push(
             logits

@@ -271,15 +271,21 @@ fn f64_is_handed_to_candle_nn() -> Result<()> {
 }
 
 #[test]
-fn empty_tensors_like_candle_nn() -> Result<()> {
+fn empty_tensors_give_empty_results() -> Result<()> {
     for kind in KINDS {
         for dtype in DTYPES {
             for (b, h, t) in [(0, 2, 3), (2, 0, 3), (2, 2, 0)] {
                 let x = Tensor::zeros(xs_shape(kind, b, h, t, 8), dtype, &Device::Cpu)?;
                 let c = Tensor::zeros((t, 4), dtype, &Device::Cpu)?;
                 let y = ours(kind, &x, &c, &c)?;
-                let z = theirs(kind, &x, &c, &c)?;
-                assert_eq!(y.dims(), z.dims());
+                assert_eq!(y.dims(), x.dims());
+                assert_eq!(y.dtype(), dtype);
+                // candle_nn agrees where it does not panic: its `par_chunks(t·d)` (`rope`,
+                // `rope_i`) and `par_chunks(t·h·d)` (`rope_thd`) panic on a zero chunk size.
+                let chunk = if kind == Kind::Thd { t * h } else { t };
+                if chunk > 0 {
+                    assert_eq!(theirs(kind, &x, &c, &c)?.dims(), x.dims());
+                }
             }
         }
     }

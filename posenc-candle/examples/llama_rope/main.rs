@@ -36,9 +36,19 @@ fn run(
     let w = weights::random_weights(cfg, 0x11a3a)?;
     let model = Llama::load(weights::var_builder(&w, dtype), cfg)?;
     let mut cache = Cache::new(true, rotary, cfg, &Device::Cpu);
-    let mut logits = model.forward(prompt, index_pos, &mut cache)?;
-    let mut pos = index_pos + prompt.dim(1)?;
     let mut out = Vec::new();
+    let n = prompt.dim(1)?;
+    let mut logits = if index_pos == 0 {
+        model.forward(prompt, 0, &mut cache)?
+    } else {
+        // The causal mask assumes the cache holds 0..index_pos: one token at a time instead.
+        for i in 0..n - 1 {
+            let l = model.forward(&prompt.narrow(1, i, 1)?, index_pos + i, &mut cache)?;
+            out.extend(l.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>()?);
+        }
+        model.forward(&prompt.narrow(1, n - 1, 1)?, index_pos + n - 1, &mut cache)?
+    };
+    let mut pos = index_pos + n;
     for _ in 0..5 {
         out.extend(
             logits

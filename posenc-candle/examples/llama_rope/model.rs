@@ -6,8 +6,9 @@
 //! replaced from outside. Changes from the original, all marked `posenc:`:
 //! * `Cache` holds a [`Rotary`] instead of the cos/sin tensors; `apply_rotary_emb` dispatches
 //!   on it (the `Rotary::Candle` arm is the original code);
-//! * an f64 model computes its attention in f64 (the original casts q/k/v to f32), so an f64
-//!   run is an f64 reference;
+//! * an f64 model computes its attention in f64 (the original casts q/k/v to f32) and its
+//!   RMS norms by candle_nn's composed (differentiable) path, as candle's fused `rms_norm`
+//!   kernel has no f64: an f64 run is an f64 reference;
 //! * `with_tracing` wrappers replaced by the candle_nn layers they wrap (same math), the
 //!   flash-attn branch and the LLaVA entry points dropped, `utils::{build_causal_mask,
 //!   repeat_kv}` copied in.
@@ -305,6 +306,15 @@ impl CausalSelfAttention {
     }
 }
 
+/// posenc: `norm(x)`, by candle_nn's composed path for f64 (its fused kernel refuses f64).
+fn rms(norm: &RmsNorm, x: &Tensor) -> Result<Tensor> {
+    if x.dtype() == DType::F64 {
+        norm.forward_diff(x)
+    } else {
+        norm.forward(x)
+    }
+}
+
 fn masked_fill(on_false: &Tensor, mask: &Tensor, on_true: f32) -> Result<Tensor> {
     let shape = mask.shape();
     // posenc: in `on_false`'s dtype (the original's f32 scalar only fits f32 attention).
@@ -359,10 +369,10 @@ impl Block {
         cache: &mut Cache,
     ) -> Result<Tensor> {
         let residual = x;
-        let x = self.rms_1.forward(x)?;
+        let x = rms(&self.rms_1, x)?;
         let x = (self.attn.forward(&x, index_pos, block_idx, cache)? + residual)?;
         let residual = &x;
-        let x = (self.mlp.forward(&self.rms_2.forward(&x)?)? + residual)?;
+        let x = (self.mlp.forward(&rms(&self.rms_2, &x)?)? + residual)?;
         Ok(x)
     }
 
@@ -400,7 +410,7 @@ impl Llama {
         for (block_idx, block) in self.blocks.iter().enumerate() {
             x = block.forward(&x, index_pos, block_idx, cache)?;
         }
-        let x = self.ln_f.forward(&x)?;
+        let x = rms(&self.ln_f, &x)?;
         let x = x.i((.., seq_len - 1, ..))?.contiguous()?;
         let logits = self.lm_head.forward(&x)?;
         logits.to_dtype(DType::F32)
