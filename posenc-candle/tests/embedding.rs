@@ -59,12 +59,12 @@ fn check(rope: &Rope, x: &Tensor, y: &Tensor, pos: &[i32], what: &str) -> Result
                         "{what}: channel {c} outside the window"
                     );
                 }
-                for i in 0..rd / 2 {
+                for (i, &w) in freq.iter().enumerate().take(rd / 2) {
                     let (i1, i2) = match rope.layout() {
                         Layout::Interleaved => (base + off + 2 * i, base + off + 2 * i + 1),
                         _ => (base + off + i, base + off + i + rd / 2),
                     };
-                    let theta = p * freq[i] as f64;
+                    let theta = p * w as f64;
                     let (sn, cs) = theta.sin_cos();
                     let (a, bb) = (xv[i1], xv[i2]);
                     for (k, exact, mag) in [

@@ -19,7 +19,7 @@ const SEED: u64 = 0x11a3a;
 fn posenc_rotary(cfg: &ct::Config) -> Rotary {
     let head_dim = cfg.hidden_size / cfg.num_attention_heads;
     let rope = Rope::from_inv_freq(head_dim, Layout::RotateHalf, &inv_freq(cfg), 1.0).unwrap();
-    Rotary::Posenc(RotaryEmbedding::new(rope))
+    Rotary::Posenc(Box::new(RotaryEmbedding::new(rope)))
 }
 
 /// Logits of a prompt at `index_pos`, then of `decode` greedy single tokens after it (KV
@@ -49,8 +49,7 @@ fn run(
         }
         model.forward(&prompt.narrow(1, n - 1, 1)?, index_pos + n - 1, &mut cache)?
     };
-    let mut pos = index_pos + n;
-    for _ in 0..=decode {
+    for pos in index_pos + n..=index_pos + n + decode {
         out.push(
             logits
                 .flatten_all()?
@@ -59,7 +58,6 @@ fn run(
         );
         let next = logits.argmax(candle_core::D::Minus1)?.unsqueeze(0)?;
         logits = model.forward(&next, pos, &mut cache)?;
-        pos += 1;
     }
     Ok(out)
 }
@@ -87,8 +85,7 @@ fn the_copied_model_is_candle_transformers_llama() -> Result<()> {
     let theirs_model = ct::Llama::load(weights::var_builder(&w, DType::F32), &cfg)?;
     let mut cache = ct::Cache::new(true, DType::F32, &cfg, &Device::Cpu)?;
     let mut logits = theirs_model.forward(&prompt, 0, &mut cache)?;
-    let mut pos = 12;
-    for step in &ours {
+    for (pos, step) in (12..).zip(&ours) {
         assert_eq!(
             &logits
                 .flatten_all()?
@@ -98,7 +95,6 @@ fn the_copied_model_is_candle_transformers_llama() -> Result<()> {
         );
         let next = logits.argmax(candle_core::D::Minus1)?.unsqueeze(0)?;
         logits = theirs_model.forward(&next, pos, &mut cache)?;
-        pos += 1;
     }
     Ok(())
 }

@@ -48,8 +48,7 @@ fn run(
         }
         model.forward(&prompt.narrow(1, n - 1, 1)?, index_pos + n - 1, &mut cache)?
     };
-    let mut pos = index_pos + n;
-    for _ in 0..5 {
+    for pos in index_pos + n..index_pos + n + 5 {
         out.extend(
             logits
                 .flatten_all()?
@@ -58,7 +57,6 @@ fn run(
         );
         let next = logits.argmax(candle_core::D::Minus1)?.unsqueeze(0)?;
         logits = model.forward(&next, pos, &mut cache)?;
-        pos += 1;
     }
     Ok(out)
 }
@@ -109,7 +107,7 @@ fn main() -> Result<()> {
         )?;
         let exact = run(
             &cfg,
-            Rotary::Posenc(rot.clone()),
+            Rotary::Posenc(Box::new(rot.clone())),
             DType::F32,
             &prompt,
             start,

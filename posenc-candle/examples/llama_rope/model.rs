@@ -33,7 +33,7 @@ pub enum Rotary {
     /// `posenc_candle::rope` (posenc's table path) on rows of the same kind of table.
     PosencTable { cos: Tensor, sin: Tensor },
     /// `posenc_candle::RotaryEmbedding`: exact angles from positions, rotated in place.
-    Posenc(RotaryEmbedding),
+    Posenc(Box<RotaryEmbedding>),
 }
 
 /// The model's `inv_freq`, computed as candle-transformers' `Cache::new` does (f32).
