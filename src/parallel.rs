@@ -16,9 +16,10 @@
 //! allocates; rayon's splitting uses stack jobs.
 
 use crate::element::Element;
-use crate::error::Error;
-use crate::rope::{Rope, check_rows};
+use crate::error::{Error, Formula};
+use crate::rope::Rope;
 use crate::sinusoidal::Sinusoidal;
+use crate::validate::check_rows;
 use rayon::prelude::*;
 
 /// Buffers shorter than this (in elements) are processed on the calling thread by the
@@ -101,7 +102,7 @@ impl Rope {
         T: Element,
         F: Fn(&Rope, &mut [T], usize, &[i32]) -> Result<(), Error> + Sync,
     {
-        check_rows(x.len(), n_heads, self.head_dim(), per_token.len())?;
+        check_rows("x", x.len(), n_heads, self.head_dim(), per_token.len())?;
         split_rows(x, n_heads, self.head_dim(), per_token, |x, h, p| {
             ok(serial(self, x, h, p))
         });
@@ -249,6 +250,7 @@ impl Sinusoidal {
                 what: "out",
                 len: out.len(),
                 row: d,
+                formula: Formula::two(&"positions × d_model", [0, d]),
             });
         }
         if out.len() < PAR_MIN_ELEMENTS {
@@ -321,6 +323,7 @@ impl Sinusoidal {
                 what,
                 expected,
                 actual: len,
+                formula: Formula::two(&"positions × d_model", [n, self.d_model()]),
             });
         }
         Ok(())

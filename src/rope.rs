@@ -10,9 +10,10 @@ use crate::engine::angles::CosSinTable;
 use crate::engine::dispatch::{dispatch, is_available};
 use crate::engine::job::{Angles, Job, Positions, Span, Target};
 use crate::engine::rope;
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
 use crate::types::{Backend, Layout, Rounding};
+use crate::validate::{check_offset, check_qk, check_rows, check_table, table_pairs};
 use crate::view::{self, MAX_VIEWS, View};
 use core::fmt;
 
@@ -179,29 +180,6 @@ pub(crate) fn check_dims(head_dim: usize, rotary_dim: usize) -> Result<(), Error
         });
     }
     Ok(())
-}
-
-/// Checks `x.len() == tokens · n_heads · head_dim` and returns the row length
-/// `n_heads · head_dim`.
-pub(crate) fn check_rows(
-    x_len: usize,
-    n_heads: usize,
-    head_dim: usize,
-    tokens: usize,
-) -> Result<usize, Error> {
-    if n_heads == 0 {
-        return Err(Error::ZeroHeads);
-    }
-    let row = n_heads.checked_mul(head_dim).ok_or(Error::ShapeOverflow)?;
-    let expected = tokens.checked_mul(row).ok_or(Error::ShapeOverflow)?;
-    if x_len != expected {
-        return Err(Error::LengthMismatch {
-            what: "x",
-            expected,
-            actual: x_len,
-        });
-    }
-    Ok(row)
 }
 
 impl Rope {
@@ -446,7 +424,7 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
+        check_rows("x", x.len(), n_heads, self.head_dim, positions.len())?;
         let m = self.attention_factor;
         let job = self.job(Positions::Plain(positions), positions.len(), m, m);
         self.run(x, &[self.contiguous(n_heads)], &job);
@@ -470,7 +448,7 @@ impl Rope {
         n_heads: usize,
         positions: &[i32],
     ) -> Result<(), Error> {
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
+        check_rows("x", x.len(), n_heads, self.head_dim, positions.len())?;
         let inv = 1.0 / self.attention_factor;
         let job = self.job(Positions::Plain(positions), positions.len(), inv, -inv);
         self.run(x, &[self.contiguous(n_heads)], &job);
@@ -498,7 +476,7 @@ impl Rope {
         n_heads: usize,
         deltas: &[i32],
     ) -> Result<(), Error> {
-        check_rows(k.len(), n_heads, self.head_dim, deltas.len())?;
+        check_rows("k", k.len(), n_heads, self.head_dim, deltas.len())?;
         let job = self.job(Positions::Plain(deltas), deltas.len(), 1.0, 1.0);
         self.run(k, &[self.contiguous(n_heads)], &job);
         Ok(())
@@ -605,9 +583,10 @@ impl Rope {
                 what: "positions axes",
                 expected: n_axes,
                 actual: A,
+                formula: Formula::one(&"axes().count()", n_axes),
             });
         }
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
+        check_rows("x", x.len(), n_heads, self.head_dim, positions.len())?;
         let pos = Positions::Axes {
             pos: positions.as_flattened(),
             n_axes,
@@ -641,25 +620,8 @@ impl Rope {
         cos: &mut [f32],
         sin: &mut [f32],
     ) -> Result<(), Error> {
-        let half = self.rotary_dim / 2;
-        let expected = positions
-            .len()
-            .checked_mul(half)
-            .ok_or(Error::ShapeOverflow)?;
-        if cos.len() != expected {
-            return Err(Error::LengthMismatch {
-                what: "cos",
-                expected,
-                actual: cos.len(),
-            });
-        }
-        if sin.len() != expected {
-            return Err(Error::LengthMismatch {
-                what: "sin",
-                expected,
-                actual: sin.len(),
-            });
-        }
+        check_table("cos", cos.len(), positions.len(), self.rotary_dim)?;
+        check_table("sin", sin.len(), positions.len(), self.rotary_dim)?;
         let m = self.attention_factor;
         let table = CosSinTable {
             inv_freq: self.inv_freq(),
@@ -685,36 +647,7 @@ impl Rope {
         n_kv_heads: usize,
         tokens: usize,
     ) -> Result<(usize, usize), Error> {
-        let q_row = check_rows(q_len, n_q_heads, self.head_dim, tokens)?;
-        let k_row =
-            check_rows(k_len, n_kv_heads, self.head_dim, tokens).map_err(|e| rename(e, "k"))?;
-        Ok((q_row, k_row))
-    }
-}
-
-/// Renames the buffer an error speaks of (for calls that take two).
-fn rename(e: Error, what: &'static str) -> Error {
-    match e {
-        Error::LengthMismatch {
-            expected, actual, ..
-        } => Error::LengthMismatch {
-            what,
-            expected,
-            actual,
-        },
-        other => other,
-    }
-}
-
-/// Validates the rotary window `offset .. offset + rotary_dim` inside a head.
-fn check_offset(head_dim: usize, rotary_dim: usize, offset: usize) -> Result<(), Error> {
-    match offset.checked_add(rotary_dim) {
-        Some(end) if end <= head_dim => Ok(()),
-        _ => Err(Error::ParameterOutOfRange {
-            what: "rotary_offset",
-            constraint: "must keep rotary_offset + rotary_dim within head_dim",
-            value: offset as f32,
-        }),
+        check_qk(self.head_dim, q_len, n_q_heads, k_len, n_kv_heads, tokens)
     }
 }
 
@@ -775,34 +708,14 @@ pub fn apply_with_table_on<T: Element>(
             what: "x",
             len: x.len(),
             row,
+            formula: Formula::three(&"tokens × heads × head_dim", [0, n_heads, head_dim]),
         });
     }
     let tokens = x.len() / row;
-    if sin.len() != cos.len() {
-        return Err(Error::LengthMismatch {
-            what: "sin",
-            expected: cos.len(),
-            actual: sin.len(),
-        });
-    }
+    let half = table_pairs(cos.len(), sin.len(), tokens)?;
     if tokens == 0 {
-        if !cos.is_empty() {
-            return Err(Error::LengthMismatch {
-                what: "cos",
-                expected: 0,
-                actual: cos.len(),
-            });
-        }
         return Ok(());
     }
-    if !cos.len().is_multiple_of(tokens) {
-        return Err(Error::NotWholeRows {
-            what: "cos",
-            len: cos.len(),
-            row: tokens,
-        });
-    }
-    let half = cos.len() / tokens;
     let rotary_dim = half.checked_mul(2).ok_or(Error::ShapeOverflow)?;
     if rotary_dim == 0 || rotary_dim > head_dim {
         return Err(Error::InvalidRotaryDim {

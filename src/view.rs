@@ -1,7 +1,7 @@
 //! Strided views: which heads of a buffer to rotate.
 
 use crate::engine::job::Span;
-use crate::error::Error;
+use crate::error::{Error, Formula};
 
 /// At most this many views per [`Rope::apply_views`](crate::Rope::apply_views) call (Q and K
 /// of a fused QKV buffer need two).
@@ -80,12 +80,9 @@ impl View {
     }
 }
 
-fn overlap() -> Error {
-    Error::ParameterOutOfRange {
-        what: "views",
-        constraint: "must not make two heads overlap",
-        value: 0.0,
-    }
+/// `views[first]` and `views[second]` overlap (the same index: a view overlaps itself).
+fn overlap(first: usize, second: usize) -> Error {
+    Error::ViewsOverlap { first, second }
 }
 
 /// The first element after the last head of `v` (all sums checked).
@@ -136,6 +133,7 @@ pub(crate) fn validate(
             what: "views",
             expected: MAX_VIEWS,
             actual: views.len(),
+            formula: Formula::one(&"MAX_VIEWS", MAX_VIEWS),
         });
     }
     let mut ranges = [(0usize, 0usize); MAX_VIEWS];
@@ -150,10 +148,14 @@ pub(crate) fn validate(
                     what: "x",
                     expected: e,
                     actual: len,
+                    formula: Formula::one(
+                        &"at least a view's offset + (tokens − 1)·token_stride + (n_heads − 1)·head_stride + head_dim",
+                        e,
+                    ),
                 });
             }
             if !self_disjoint(v, tokens, head_dim) {
-                return Err(overlap());
+                return Err(overlap(i, i));
             }
             ranges[i] = (v.offset, e);
         }
@@ -170,7 +172,7 @@ pub(crate) fn validate(
                 let (a, b) = (&views[i], &views[j]);
                 let disjoint_ranges = ranges[i].1 <= ranges[j].0 || ranges[j].1 <= ranges[i].0;
                 if !disjoint_ranges && !interleaved_disjoint(a, b, tokens, head_dim) {
-                    return Err(overlap());
+                    return Err(overlap(i, j));
                 }
             }
         }

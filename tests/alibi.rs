@@ -4,10 +4,11 @@
 mod common;
 
 use common::Case;
-use posenc::{
-    AlibiMode, Element, Error, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
-    alibi_slopes_max_bias, bf16, f16,
+use posenc::alibi::{
+    AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
+    alibi_slopes_max_bias,
 };
+use posenc::{Element, Error, Formula, bf16, f16};
 use proptest::prelude::*;
 
 /// One ulp of an f32 of magnitude `|x|` (normal range).
@@ -250,7 +251,11 @@ fn positions_from_mask_accepts_bool_and_integers() {
         Err(Error::LengthMismatch {
             what: "out",
             expected: 5,
-            actual: 4
+            actual: 4,
+            formula: Formula {
+                names: &"mask.len()",
+                values: [5, 0, 0]
+            }
         })
     );
     assert_eq!(short, [7; 4]);
@@ -400,7 +405,11 @@ fn errors_leave_the_output_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 6,
-            actual: 5
+            actual: 5,
+            formula: Formula {
+                names: &"heads × queries × keys",
+                values: [1, q.len(), k.len()]
+            }
         }
     );
     let huge = Positions::range(0, usize::MAX / 2);
@@ -424,7 +433,11 @@ fn errors_leave_the_output_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 4,
-            actual: 3
+            actual: 3,
+            formula: Formula {
+                names: &"n_heads",
+                values: [4, 0, 0]
+            }
         }
     );
     for mb in [0.0f32, -1.0, f32::NAN, f32::INFINITY] {

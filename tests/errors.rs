@@ -12,8 +12,8 @@
 //! `sinusoidal_zero_rows_with_huge_d_model_returns_promptly` regresses and times out).
 
 use posenc::{
-    Backend, Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling,
-    Sinusoidal, SinusoidalLayout, Yarn, apply_with_table, apply_with_table_on, bf16, f16,
+    Backend, Element, Error, Formula, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling,
+    Sinusoidal, SinusoidalLayout, View, Yarn, apply_with_table, apply_with_table_on, bf16, f16,
 };
 use proptest::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,6 +21,30 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
+
+/// The formula of a token-major buffer: `tokens × heads × head_dim`.
+fn rows(tokens: usize, heads: usize, head_dim: usize) -> Formula {
+    Formula {
+        names: &"tokens × heads × head_dim",
+        values: [tokens, heads, head_dim],
+    }
+}
+
+/// The formula of a cos or sin table: `tokens × rotary_dim/2`.
+fn table(tokens: usize, half: usize) -> Formula {
+    Formula {
+        names: &"tokens × rotary_dim/2",
+        values: [tokens, half, 0],
+    }
+}
+
+/// A formula of one named quantity.
+fn one(name: &'static &'static str, value: usize) -> Formula {
+    Formula {
+        names: name,
+        values: [value, 0, 0],
+    }
+}
 
 trait Dt: Element {
     fn bits(self) -> u32;
@@ -410,6 +434,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 16,
                 actual: 17,
+                formula: rows(1, 2, 8),
             },
         ),
         (
@@ -421,6 +446,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 16,
                 actual: 15,
+                formula: rows(1, 2, 8),
             },
         ),
         (
@@ -432,6 +458,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 24,
                 actual: 16,
+                formula: rows(3, 1, 8),
             },
         ),
         (
@@ -443,6 +470,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 8,
                 actual: 16,
+                formula: rows(1, 1, 8),
             },
         ),
         (
@@ -454,6 +482,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 0,
                 actual: 8,
+                formula: rows(0, 1, 8),
             },
         ),
         (
@@ -506,6 +535,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 11,
+                formula: table(3, 4),
             },
         ),
         (
@@ -515,6 +545,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 13,
+                formula: table(3, 4),
             },
         ),
         (
@@ -524,6 +555,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 0,
+                formula: table(3, 4),
             },
         ),
         (
@@ -533,6 +565,7 @@ fn fill_cos_sin_errors() {
                 what: "sin",
                 expected: 12,
                 actual: 11,
+                formula: table(3, 4),
             },
         ),
         (
@@ -542,6 +575,7 @@ fn fill_cos_sin_errors() {
                 what: "sin",
                 expected: 12,
                 actual: 16,
+                formula: table(3, 4),
             },
         ),
     ] {
@@ -565,6 +599,7 @@ fn fill_cos_sin_errors() {
             what: "cos",
             expected: 0,
             actual: 4,
+            formula: table(0, 4),
         },
         "fill_cos_sin no positions",
     );
@@ -629,6 +664,10 @@ fn apply_with_table_errors() {
                 what: "x",
                 len: 20,
                 row: 16,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [0, 2, 8],
+                },
             },
         ),
         (
@@ -642,6 +681,10 @@ fn apply_with_table_errors() {
                 what: "x",
                 len: 6,
                 row: 8,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [0, 1, 8],
+                },
             },
         ),
         (
@@ -655,6 +698,7 @@ fn apply_with_table_errors() {
                 what: "sin",
                 expected: 8,
                 actual: 6,
+                formula: one(&"cos.len()", 8),
             },
         ),
         (
@@ -668,6 +712,7 @@ fn apply_with_table_errors() {
                 what: "sin",
                 expected: 8,
                 actual: 10,
+                formula: one(&"cos.len()", 8),
             },
         ),
         (
@@ -681,6 +726,7 @@ fn apply_with_table_errors() {
                 what: "cos",
                 expected: 0,
                 actual: 4,
+                formula: one(&"", 0),
             },
         ),
         (
@@ -694,6 +740,10 @@ fn apply_with_table_errors() {
                 what: "cos",
                 len: 7,
                 row: 3,
+                formula: Formula {
+                    names: &"rotary_dim/2 × tokens",
+                    values: [0, 3, 0],
+                },
             },
         ),
         (
@@ -792,7 +842,11 @@ fn sinusoidal_call_errors() {
                 Error::NotWholeRows {
                     what: "out",
                     len: n,
-                    row: 8
+                    row: 8,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [0, 8, 0],
+                    },
                 },
                 &format!("fill {n}"),
                 |x| pe.fill(x, 3)
@@ -811,7 +865,11 @@ fn sinusoidal_call_errors() {
                 Error::LengthMismatch {
                     what: "out",
                     expected,
-                    actual: n
+                    actual: n,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [positions.len(), 8, 0]
+                    },
                 },
                 &format!("fill_positions {n} {positions:?}"),
                 |x| pe.fill_positions(x, positions)
@@ -821,7 +879,11 @@ fn sinusoidal_call_errors() {
                 Error::LengthMismatch {
                     what: "x",
                     expected,
-                    actual: n
+                    actual: n,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [positions.len(), 8, 0]
+                    },
                 },
                 &format!("add {n} {positions:?}"),
                 |x| pe.add(x, positions)
@@ -838,7 +900,11 @@ fn sinusoidal_call_errors() {
             Error::NotWholeRows {
                 what: "out",
                 len: 4,
-                row: usize::MAX - 1
+                row: usize::MAX - 1,
+                formula: Formula {
+                    names: &"positions × d_model",
+                    values: [0, usize::MAX - 1, 0],
+                },
             },
             "fill, row wider than out",
             |x| wide.fill(x, 0)
@@ -880,7 +946,7 @@ fn sinusoidal_zero_rows_with_huge_d_model_returns_promptly() {
 #[test]
 fn error_display_and_trait() {
     // Each variant, with what its message must mention.
-    let all: [(Error, &[&str]); 12] = [
+    let all: [(Error, &[&str]); 14] = [
         (Error::InvalidHeadDim { head_dim: 63 }, &["head_dim", "63"]),
         (
             Error::InvalidRotaryDim {
@@ -903,16 +969,25 @@ fn error_display_and_trait() {
                 what: "positions",
                 expected: 16,
                 actual: 17,
+                formula: rows(2, 1, 8),
             },
-            &["positions", "16", "17"],
+            &[
+                "`positions`",
+                "17",
+                "tokens × heads × head_dim = 2 × 1 × 8 = 16",
+            ],
         ),
         (
             Error::NotWholeRows {
                 what: "out",
                 len: 9,
                 row: 8,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [0, 1, 8],
+                },
             },
-            &["out", "9", "8"],
+            &["`out`", "9", "heads × head_dim = 1 × 8 = 8"],
         ),
         (
             Error::InvalidParameter {
@@ -929,6 +1004,20 @@ fn error_display_and_trait() {
             &["portable"],
         ),
         (Error::UnsupportedScaling { rope_type: "yarn" }, &["yarn"]),
+        (
+            Error::ViewsOverlap {
+                first: 1,
+                second: 3,
+            },
+            &["`views[1]`", "`views[3]`", "overlap"],
+        ),
+        (
+            Error::ViewsOverlap {
+                first: 2,
+                second: 2,
+            },
+            &["`views[2]`", "its own heads"],
+        ),
         (
             Error::ParameterOutOfRange {
                 what: "low_freq_factor",
@@ -1306,4 +1395,97 @@ proptest! {
         fuzz_one::<f16>(&z)?;
         fuzz_one::<bf16>(&z)?;
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// messages: the argument by name, and the arithmetic behind the length it should have
+// ---------------------------------------------------------------------------------------
+
+/// The message of a failed call, checked to be exactly `want`.
+fn message(r: Result<(), Error>, want: &str) {
+    assert_eq!(r.unwrap_err().to_string(), want);
+}
+
+#[test]
+fn messages_name_the_argument_and_the_formula() {
+    let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf)).unwrap();
+    // A newcomer's first mistake: 3 tokens' worth of x for 2 positions.
+    let mut x = vec![0.0f32; 3 * 32 * 128];
+    message(
+        rope.apply(&mut x, 32, &[0, 1]),
+        "`x` has length 12288, expected tokens × heads × head_dim = 2 × 32 × 128 = 8192",
+    );
+    message(
+        rope.apply(&mut x[..12288 - 128 * 48], 48, &[0, 1, 2]),
+        "`x` has length 6144, expected tokens × heads × head_dim = 3 × 48 × 128 = 18432",
+    );
+    // apply_qk calls its buffers q and k, each with its own head count.
+    let (mut q, mut k) = (vec![0.0f32; 2 * 8 * 128], vec![0.0f32; 2 * 2 * 128]);
+    message(
+        rope.apply_qk(&mut q[1..], 8, &mut k, 2, &[0, 1]),
+        "`q` has length 2047, expected tokens × heads × head_dim = 2 × 8 × 128 = 2048",
+    );
+    message(
+        rope.apply_qk(&mut q, 8, &mut k, 4, &[0, 1]),
+        "`k` has length 512, expected tokens × heads × head_dim = 2 × 4 × 128 = 1024",
+    );
+    message(
+        rope.shift(&mut k, 2, &[5]),
+        "`k` has length 512, expected tokens × heads × head_dim = 1 × 2 × 128 = 256",
+    );
+    // fill_cos_sin: tokens × rotary_dim/2.
+    let (mut cos, mut sin) = (vec![0.0f32; 128], vec![0.0f32; 192]);
+    message(
+        rope.fill_cos_sin(&[0, 1, 2], &mut cos, &mut sin),
+        "`cos` has length 128, expected tokens × rotary_dim/2 = 3 × 64 = 192",
+    );
+    // A table whose length sets the rotary dim: 128 values cannot be 3 tokens' worth.
+    let mut x = vec![0.0f32; 3 * 128];
+    message(
+        apply_with_table(&mut x, 1, 128, Layout::RotateHalf, &cos, &cos),
+        "`cos` has length 128, expected rotary_dim/2 × tokens, not a multiple of tokens = 3",
+    );
+    message(
+        apply_with_table(&mut x, 1, 128, Layout::RotateHalf, &cos, &sin),
+        "`sin` has length 192, expected cos.len() = 128",
+    );
+    message(
+        apply_with_table(&mut x[..200], 1, 128, Layout::RotateHalf, &cos, &cos),
+        "`x` has length 200, expected tokens × heads × head_dim, not a multiple of heads × head_dim = 1 × 128 = 128",
+    );
+    // Views: the two that meet, or the one that meets itself.
+    let (row, hd) = (3 * 128, 128);
+    let mut qkv = vec![0.0f32; 2 * row];
+    let view = |n_heads, offset| View {
+        n_heads,
+        token_stride: row,
+        head_stride: hd,
+        offset,
+    };
+    message(
+        rope.apply_views(&mut qkv, &[view(1, 0), view(2, 128), view(1, 200)], &[0, 1]),
+        "`views[1]` and `views[2]` overlap: a head of one meets a head of the other",
+    );
+    message(
+        rope.apply_views(
+            &mut qkv,
+            &[View {
+                head_stride: 64,
+                ..view(2, 0)
+            }],
+            &[0, 1],
+        ),
+        "`views[0]` makes two of its own heads overlap: its strides must keep every head_dim-wide head apart",
+    );
+    // Sinusoidal rows: positions × d_model.
+    let pe = Sinusoidal::new(64, 1e4, SinusoidalLayout::Split).unwrap();
+    let mut out = vec![0.0f32; 100];
+    message(
+        pe.fill(&mut out, 0),
+        "`out` has length 100, expected positions × d_model, not a multiple of d_model = 64",
+    );
+    message(
+        pe.fill_positions(&mut out, &[1, 2]),
+        "`out` has length 100, expected positions × d_model = 2 × 64 = 128",
+    );
 }

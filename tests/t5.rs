@@ -1,7 +1,9 @@
 //! T5 relative-position buckets: hand-derived tables, HF's f32 expression re-derived
 //! independently, the f64 formula, block fills and every error path.
 
-use posenc::{Error, Positions, T5Buckets, t5_bucket};
+use posenc::alibi::Positions;
+use posenc::t5::{T5Buckets, t5_bucket};
+use posenc::{Error, Formula};
 use proptest::prelude::*;
 
 /// Bucket from a threshold table: `thresholds[m]` is the smallest distance of bucket
@@ -370,7 +372,11 @@ fn errors_leave_buffers_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 6,
-            actual: 5
+            actual: 5,
+            formula: Formula {
+                names: &"queries × keys",
+                values: [2, 3, 0]
+            }
         }
     );
     assert_eq!(out, [7; 5]);
@@ -392,6 +398,10 @@ fn errors_leave_buffers_untouched() {
                 what: "table",
                 expected: 64,
                 actual: 63,
+                formula: Formula {
+                    names: &"num_buckets × heads",
+                    values: [32, 2, 0],
+                },
             },
         ),
         (
@@ -402,6 +412,10 @@ fn errors_leave_buffers_untouched() {
                 what: "out",
                 expected: 12,
                 actual: 11,
+                formula: Formula {
+                    names: &"heads × queries × keys",
+                    values: [2, 2, 3],
+                },
             },
         ),
         (&table, usize::MAX / 4, 12, Error::ShapeOverflow),

@@ -685,6 +685,10 @@ pub unsafe extern "C" fn posenc_rope_inv_freq(
                 what: "out",
                 expected: w.len(),
                 actual: out_len,
+                formula: posenc::Formula {
+                    names: &"rotary_dim/2",
+                    values: [w.len(), 0, 0],
+                },
             }));
         }
         // SAFETY: checked by Raw::new; writable (contract); disjoint from `rope`.

@@ -2,7 +2,8 @@
 
 use core::ffi::{CStr, c_int};
 use core::ptr::{null, null_mut};
-use posenc::{AlibiMode, Positions, bf16, f16};
+use posenc::alibi::{AlibiMode, Positions};
+use posenc::{bf16, f16};
 use posenc_capi::*;
 
 fn list(p: &[i32]) -> PosencPositions {
@@ -38,13 +39,13 @@ fn slopes_match_posenc() {
             unsafe { posenc_alibi_slopes(n, a.as_mut_ptr(), n) },
             POSENC_OK
         );
-        posenc::alibi_slopes(n, &mut b).unwrap();
+        posenc::alibi::alibi_slopes(n, &mut b).unwrap();
         assert_eq!(a, b, "{n}");
         assert_eq!(
             unsafe { posenc_alibi_slopes_max_bias(n, 5.0, a.as_mut_ptr(), n) },
             POSENC_OK
         );
-        posenc::alibi_slopes_max_bias(n, 5.0, &mut b).unwrap();
+        posenc::alibi::alibi_slopes_max_bias(n, 5.0, &mut b).unwrap();
         assert_eq!(a, b, "{n}");
     }
     let mut s = [0f32; 4];
@@ -125,7 +126,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_f32(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(
                     a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
@@ -137,7 +138,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_f16(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
 
                 let mut a = vec![0u16; n];
@@ -146,7 +147,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_bf16(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
             }
         }
