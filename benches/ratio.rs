@@ -1,16 +1,15 @@
 //! RoPE time against the memory ceiling, side by side: for every dtype × layout × shape
-//! (tokens × 32 heads × 128), the active backend's `apply` and `posenc::memory_ceiling_pass`
+//! (tokens × 32 heads × 128), the active backend's `apply` and `posenc::bench::memory_ceiling_pass`
 //! over the same bytes are timed alternately (41 rounds; each round long enough to be
 //! measurable), so both see the same machine state, and the medians are printed with their
 //! ratio. Then the same for `Sinusoidal::fill` of a 4096 × 512 table against a plain write of
-//! the same bytes (`slice::fill`). `cargo bench --bench ratio`; the README's speed tables come
-//! from it. For the default-vs-native comparison run it a second time with
-//! `RUSTFLAGS="-C target-cpu=native" cargo bench --bench ratio --target-dir target/native`.
+//! the same bytes (`slice::fill`). `cargo bench -p posenc-benches --bench ratio`; the README's
+//! speed tables come from it. For the default-vs-native comparison run it a second time with
+//! `RUSTFLAGS="-C target-cpu=native" cargo bench -p posenc-benches --bench ratio
+//! --target-dir target/native`.
 
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
-    memory_ceiling_pass,
-};
+use posenc::bench::memory_ceiling_pass;
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use std::hint::black_box;
 use std::time::Instant;
 
