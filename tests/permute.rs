@@ -407,8 +407,8 @@ fn errors_leave_buffers_untouched() {
             expected: 24,
             actual: 20,
             formula: Formula {
-                names: &"heads × head_dim × in_features",
-                values: [2, 4, 3]
+                names: &"src.len()",
+                values: [24, 0, 0]
             }
         })
     );
