@@ -50,10 +50,10 @@ pub enum Error {
     /// use posenc::{Error, Layout, Rope, RopeConfig};
     /// let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf)).unwrap();
     /// let mut x = vec![0.0f32; 12288];
-    /// let err = rope.apply(&mut x, 48, &[0, 1]).unwrap_err();
+    /// let err = rope.apply(&mut x, 32, &[0, 1]).unwrap_err();
     /// assert_eq!(
     ///     err.to_string(),
-    ///     "`x` has length 12288, expected tokens × heads × head_dim = 2 × 48 × 128 = 8192"
+    ///     "`x` has length 12288, expected tokens × heads × head_dim = 2 × 32 × 128 = 8192"
     /// );
     /// ```
     LengthMismatch {
@@ -241,7 +241,7 @@ impl core::error::Error for Error {}
 
 /// How a length follows from the other arguments of a call: up to three named factors and
 /// their values, so an [`Error`] can show the arithmetic
-/// (`tokens × heads × head_dim = 2 × 48 × 128 = 8192`).
+/// (`tokens × heads × head_dim = 2 × 32 × 128 = 8192`).
 ///
 /// `names` holds the factors' names joined by `" × "`, `values` their values in that order
 /// (unused slots 0). With one name (`"rotary_dim/2"`, `"input_ids.len()"`) the message reads
