@@ -2,8 +2,8 @@
 //! 4096 × 32 × 128 (64 MiB), serial and on rayon pools of 1 and 2 threads.
 //!
 //! ```text
-//! cargo bench --features rayon --bench parallel
-//! cargo bench --features rayon --bench parallel -- --quick
+//! cargo bench -p posenc-benches --features rayon --bench parallel
+//! cargo bench -p posenc-benches --features rayon --bench parallel -- --quick
 //! ```
 //!
 //! Ids: `rope_par/f32/rotate_half/large_4096x32x128/{serial,threads_1,threads_2}`. After the
@@ -125,7 +125,8 @@ fn main() {
     let mut c: Vec<Duration> = (0..31)
         .map(|_| {
             let s = Instant::now();
-            posenc::memory_ceiling_pass(Backend::active(), black_box(&mut k.x), 1.0, 0.0).unwrap();
+            posenc::bench::memory_ceiling_pass(Backend::active(), black_box(&mut k.x), 1.0, 0.0)
+                .unwrap();
             s.elapsed()
         })
         .collect();
@@ -140,8 +141,22 @@ fn main() {
             let s = Instant::now();
             let (ra, rb) = p.install(|| {
                 rayon::join(
-                    || posenc::memory_ceiling_pass(Backend::active(), black_box(a), 1.0, 0.0),
-                    || posenc::memory_ceiling_pass(Backend::active(), black_box(b), 1.0, 0.0),
+                    || {
+                        posenc::bench::memory_ceiling_pass(
+                            Backend::active(),
+                            black_box(a),
+                            1.0,
+                            0.0,
+                        )
+                    },
+                    || {
+                        posenc::bench::memory_ceiling_pass(
+                            Backend::active(),
+                            black_box(b),
+                            1.0,
+                            0.0,
+                        )
+                    },
                 )
             });
             ra.unwrap();

@@ -7,7 +7,7 @@
 //! * `apply` from a `Table` made once by `Rope::table` (the angles-once path a runtime takes
 //!   for every layer but the first);
 //! * the **bytes ceiling**: one in-place pass over the same bytes with the cheapest operation
-//!   of that width and no conversion — f32 `x·a + b` (`posenc::memory_ceiling_pass`), 16-bit
+//!   of that width and no conversion — f32 `x·a + b` (`posenc::bench::memory_ceiling_pass`), 16-bit
 //!   integers `x·3 + 1` (this file, vectorised for the widest integer lanes the CPU has);
 //! * for 16-bit, also the converting pass (`memory_ceiling_pass` on f16/bf16: widen, `x·a + b`,
 //!   round), which shows how much of the time is conversion.
@@ -15,12 +15,10 @@
 //! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
 //! bytes), and the 16-bit time over f32's for the same elements. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`).
-//! `cargo bench --bench ratio`; the README's speed table comes from it.
+//! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
 
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
-    memory_ceiling_pass,
-};
+use posenc::bench::memory_ceiling_pass;
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -3,10 +3,10 @@
 //! `benches/report.py` can print each as a ratio to the ceiling and a speedup over scalar.
 //!
 //! ```text
-//! cargo bench --bench rope                                # everything, ~5 min (170 benches)
-//! cargo bench --bench rope -- 'rope/f32/rotate_half'      # a regex filter on the ids
-//! cargo bench --bench rope -- --quick 'decode'            # quick mode
-//! python3 benches/report.py                               # markdown tables
+//! cargo bench -p posenc-benches --bench rope                            # everything, ~5 min (170 benches)
+//! cargo bench -p posenc-benches --bench rope -- 'rope/f32/rotate_half'  # a regex filter on the ids
+//! cargo bench -p posenc-benches --bench rope -- --quick 'decode'        # quick mode
+//! python3 benches/report.py                                            # markdown tables
 //! ```
 //!
 //! Ids: `rope/{dtype}/{layout}/{shape}/{function}`, `fill_cos_sin/{tokens}/{function}`,

@@ -3,9 +3,9 @@
 //! by name and a ceiling over the same bytes.
 //!
 //! ```text
-//! cargo bench --bench sinusoidal                           # everything, ~1.5 min (60 benches)
-//! cargo bench --bench sinusoidal -- 'fill/f32'             # a regex filter on the ids
-//! python3 benches/report.py sinusoidal                     # markdown tables
+//! cargo bench -p posenc-benches --bench sinusoidal                # everything, ~1.5 min (60 benches)
+//! cargo bench -p posenc-benches --bench sinusoidal -- 'fill/f32'  # a regex filter on the ids
+//! python3 benches/report.py sinusoidal                             # markdown tables
 //! ```
 //!
 //! Throughput is `Bytes` = the size of the output (`fill`) or of `x` (`add`) in its dtype.

@@ -9,6 +9,7 @@
 //! ```
 
 use crate::error::Error;
+use crate::validate::table_pairs;
 #[cfg(feature = "rayon")]
 use core::ops::Range;
 
@@ -154,28 +155,7 @@ impl<'a> Table<'a> {
     /// assert!(Table::new(&[1.0; 6], &[0.0; 6], 4).is_err()); // 6 is not 4 whole rows
     /// ```
     pub fn new(cos: &'a [f32], sin: &'a [f32], tokens: usize) -> Result<Table<'a>, Error> {
-        if sin.len() != cos.len() {
-            return Err(Error::LengthMismatch {
-                what: "sin (the same length as cos)",
-                expected: cos.len(),
-                actual: sin.len(),
-            });
-        }
-        if tokens == 0 {
-            if !cos.is_empty() {
-                return Err(Error::LengthMismatch {
-                    what: "cos (tokens × pairs, with 0 tokens)",
-                    expected: 0,
-                    actual: cos.len(),
-                });
-            }
-        } else if !cos.len().is_multiple_of(tokens) {
-            return Err(Error::NotWholeRows {
-                what: "cos (tokens × pairs)",
-                len: cos.len(),
-                row: tokens,
-            });
-        }
+        table_pairs(cos.len(), sin.len(), tokens)?;
         Ok(Table { cos, sin, tokens })
     }
 

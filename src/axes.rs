@@ -1,6 +1,6 @@
 //! Multi-axis positions: M-RoPE (Qwen2-VL, Qwen3-VL) and 2-D vision RoPE.
 
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::scaling::{MAX_PAIRS, Scaling};
 
 /// How many positions a token has and which axis each rotary pair follows.
@@ -72,6 +72,7 @@ impl Axes {
                         what: "sections",
                         expected: pairs,
                         actual: total.unwrap_or(usize::MAX),
+                        formula: Formula::one(&"rotary_dim/2", pairs),
                     });
                 }
                 for (j, a) in axis.iter_mut().enumerate() {

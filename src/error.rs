@@ -45,15 +45,39 @@ pub enum Error {
     /// `n_heads` is zero.
     ZeroHeads,
     /// A slice does not have the length the other arguments imply.
+    ///
+    /// ```
+    /// use posenc::{Error, Layout, Rope, RopeConfig};
+    /// let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf)).unwrap();
+    /// let mut x = vec![0.0f32; 12288];
+    /// let err = rope.apply(&mut x, 32, &[0, 1]).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "`x` has length 12288, expected tokens × heads × head_dim = 2 × 32 × 128 = 8192"
+    /// );
+    /// ```
     LengthMismatch {
-        /// Which argument (`"x"`, `"positions"`, `"cos"`, `"sin"`, `"out"`, ...).
+        /// Which argument (`"x"`, `"q"`, `"k"`, `"positions"`, `"cos"`, `"sin"`, `"out"`, ...).
         what: &'static str,
         /// The length it must have.
         expected: usize,
         /// The length it has.
         actual: usize,
+        /// How `expected` follows from the other arguments.
+        formula: Formula,
     },
     /// A slice length is not a whole number of rows.
+    ///
+    /// ```
+    /// use posenc::Error;
+    /// let mut out = vec![0.0f32; 100];
+    /// let err = posenc::Sinusoidal::new(64, 1e4, posenc::SinusoidalLayout::Split).unwrap().fill(&mut out, 0).unwrap_err();
+    /// assert!(matches!(err, Error::NotWholeRows { what: "out", len: 100, row: 64, .. }));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "`out` has length 100, expected positions × d_model, not a multiple of d_model = 64"
+    /// );
+    /// ```
     NotWholeRows {
         /// Which argument.
         what: &'static str,
@@ -61,6 +85,30 @@ pub enum Error {
         len: usize,
         /// The row length it must be a multiple of.
         row: usize,
+        /// The length it must have: a count times the row, the count first and unknown
+        /// (value 0), then the row's factors, e.g. `tokens × heads × head_dim` with
+        /// `[0, 4, 128]`.
+        formula: Formula,
+    },
+    /// Two of the [`View`](crate::View)s given to one call overlap (`first < second`), or one
+    /// view makes two of its own heads overlap (`first == second`); both are indices into the
+    /// `views` argument.
+    ///
+    /// ```
+    /// use posenc::{Error, Layout, Rope, RopeConfig, View};
+    /// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+    /// let mut x = vec![0.0f32; 32];
+    /// let q = View::token_major(2, 8);
+    /// let k = View { offset: 8, ..View::token_major(1, 8) };
+    /// let err = rope.apply_views(&mut x, &[q, k], &[0, 1]).unwrap_err();
+    /// assert_eq!(err, Error::ViewsOverlap { first: 0, second: 1 });
+    /// assert_eq!(err.to_string(), "`views[0]` and `views[1]` overlap: a head of one meets a head of the other");
+    /// ```
+    ViewsOverlap {
+        /// The index of the first view.
+        first: usize,
+        /// The index of the second view (equal to `first` when a view overlaps itself).
+        second: usize,
     },
     /// A floating-point parameter is non-finite or out of its domain.
     InvalidParameter {
@@ -149,15 +197,37 @@ impl fmt::Display for Error {
                 what,
                 expected,
                 actual,
+                formula,
             } => {
-                write!(f, "`{what}` has length {actual}, expected {expected}")
+                write!(f, "`{what}` has length {actual}, expected ")?;
+                formula.write(f, expected)
             }
-            Error::NotWholeRows { what, len, row } => {
-                write!(
-                    f,
-                    "`{what}` has length {len}, not a multiple of the row length {row}"
-                )
+            Error::NotWholeRows {
+                what,
+                len,
+                row,
+                formula,
+            } => {
+                write!(f, "`{what}` has length {len}, ")?;
+                match formula.names.split_once(" × ") {
+                    Some((_count, row_names)) => {
+                        write!(f, "expected {}, not a multiple of ", formula.names)?;
+                        write_product(f, row_names, &formula.values[1..], row)
+                    }
+                    None => {
+                        f.write_str("not a multiple of ")?;
+                        formula.write(f, row)
+                    }
+                }
             }
+            Error::ViewsOverlap { first, second } if first == second => write!(
+                f,
+                "`views[{first}]` makes two of its own heads overlap: its strides must keep every head_dim-wide head apart"
+            ),
+            Error::ViewsOverlap { first, second } => write!(
+                f,
+                "`views[{first}]` and `views[{second}]` overlap: a head of one meets a head of the other"
+            ),
             Error::InvalidParameter { what, value } => {
                 write!(f, "`{what}` must be finite and positive, got {value}")
             }
@@ -188,3 +258,85 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+/// How a length follows from the other arguments of a call: up to three named factors and
+/// their values, so an [`Error`] can show the arithmetic
+/// (`tokens × heads × head_dim = 2 × 32 × 128 = 8192`).
+///
+/// `names` holds the factors' names joined by `" × "`, `values` their values in that order
+/// (unused slots 0). With one name (`"rotary_dim/2"`, `"input_ids.len()"`) the message reads
+/// `rotary_dim/2 = 64`; with none (`""`) the length is a plain number. `names` is a thin
+/// reference (to a `&'static str`) so that an [`Error`] stays small.
+///
+/// ```
+/// use posenc::{Error, Formula, Layout, Rope, RopeConfig};
+/// let rope = Rope::new(&RopeConfig::new(8, 1e4, Layout::RotateHalf)).unwrap();
+/// let (mut q, mut k) = (vec![0.0f32; 4 * 8], vec![0.0f32; 8]);
+/// let err = rope.apply_qk(&mut q, 4, &mut k, 2, &[0]).unwrap_err();
+/// let Error::LengthMismatch { what, formula, .. } = err else { panic!() };
+/// assert_eq!(what, "k");
+/// assert_eq!(formula, Formula { names: &"tokens × heads × head_dim", values: [1, 2, 8] });
+/// assert_eq!(*formula.names, "tokens × heads × head_dim");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Formula {
+    /// The factors' names joined by `" × "`, e.g. `&"tokens × heads × head_dim"`.
+    pub names: &'static &'static str,
+    /// The factors' values, in the order of `names`.
+    pub values: [usize; 3],
+}
+
+impl Formula {
+    /// No formula: the length is a plain number.
+    pub(crate) const NONE: Formula = Formula {
+        names: &"",
+        values: [0; 3],
+    };
+
+    /// One named quantity.
+    pub(crate) const fn one(name: &'static &'static str, value: usize) -> Formula {
+        Formula {
+            names: name,
+            values: [value, 0, 0],
+        }
+    }
+
+    /// A product of two named factors (`names` joined by `" × "`).
+    pub(crate) const fn two(names: &'static &'static str, values: [usize; 2]) -> Formula {
+        Formula {
+            names,
+            values: [values[0], values[1], 0],
+        }
+    }
+
+    /// A product of three named factors (`names` joined by `" × "`).
+    pub(crate) const fn three(names: &'static &'static str, values: [usize; 3]) -> Formula {
+        Formula { names, values }
+    }
+
+    /// Writes `total` with the arithmetic behind it: `a × b = 2 × 3 = 6`, `a = 6` or `6`.
+    fn write(&self, f: &mut fmt::Formatter<'_>, total: usize) -> fmt::Result {
+        write_product(f, self.names, &self.values, total)
+    }
+}
+
+/// Writes `total` as the product of the factors `names` (joined by `" × "`) with `values`.
+fn write_product(
+    f: &mut fmt::Formatter<'_>,
+    names: &str,
+    values: &[usize],
+    total: usize,
+) -> fmt::Result {
+    if names.is_empty() {
+        return write!(f, "{total}");
+    }
+    f.write_str(names)?;
+    let n = names.split(" × ").count();
+    if n > 1 {
+        for (i, v) in values.iter().take(n).enumerate() {
+            let sep = if i == 0 { " = " } else { " × " };
+            write!(f, "{sep}{v}")?;
+        }
+    }
+    write!(f, " = {total}")
+}

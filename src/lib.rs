@@ -58,17 +58,21 @@
 //! cos/sin tables are bitwise identical on every backend.
 //!
 //! ## Companions
-//! * **ALiBi** ([`alibi_slopes`], [`alibi_bias`]): BLOOM's f32 slopes bit for bit for any head
-//!   count, and the `[heads, q, k]` bias of any query × key block ([`Positions`]: lists or
-//!   ranges, so a KV-cache block at an offset needs no buffer), symmetric or causal, in f32,
-//!   f16 or bf16; [`alibi_positions_from_mask`] reproduces BLOOM's padded `build_alibi_tensor`.
-//! * **T5 relative buckets** ([`T5Buckets`], [`t5_bucket`]): HF's `_relative_position_bucket`
-//!   in HF's own f32 order of operations, bidirectional or causal, for one distance, a block,
-//!   or the gathered `[heads, q, k]` bias.
-//! * **Layout permutation** ([`permute_to_rotate_half`], [`permute_weight_to_rotate_half`] and
-//!   their inverses and in-place forms): interleaved ↔ rotate_half for activations and for Q/K
-//!   projection rows (HF's Meta → HF `permute`, llama.cpp's HF → GGUF inverse), with GQA and
-//!   partial rotary explicit.
+//! Each in its own module; the crate root holds only the encodings.
+//! * **ALiBi** ([`alibi`]: [`alibi::alibi_slopes`], [`alibi::alibi_bias`]): BLOOM's f32 slopes
+//!   bit for bit for any head count, and the `[heads, q, k]` bias of any query × key block
+//!   ([`alibi::Positions`]: lists or ranges, so a KV-cache block at an offset needs no
+//!   buffer), symmetric or causal, in f32, f16 or bf16; [`alibi::alibi_positions_from_mask`]
+//!   reproduces BLOOM's padded `build_alibi_tensor`.
+//! * **T5 relative buckets** ([`t5`]: [`t5::T5Buckets`], [`t5::t5_bucket`]): HF's
+//!   `_relative_position_bucket` in HF's own f32 order of operations, bidirectional or causal,
+//!   for one distance, a block, or the gathered `[heads, q, k]` bias.
+//! * **Layout permutation** ([`permute`]: [`permute::permute_to_rotate_half`],
+//!   [`permute::permute_weight_to_rotate_half`] and their inverses and in-place forms):
+//!   interleaved ↔ rotate_half for activations and for Q/K projection rows (HF's Meta → HF
+//!   `permute`, llama.cpp's HF → GGUF inverse), with GQA and partial rotary explicit.
+//! * **Benchmark reference** ([`bench`]: [`bench::memory_ceiling_pass`]): the memory ceiling
+//!   RoPE's speed is reported against.
 //!
 //! ## Numerics
 //! * `inv_freq` is f32, computed in the frameworks' order: HF's buffer bit for bit.
@@ -90,10 +94,67 @@
 //!   buffer untouched, and no input makes a public function panic.
 //!
 //! ## From a checkpoint
-//! [`load`] builds the `Rope` of a published model from its HuggingFace `config.json`
-//! ([`load::ropes_from_hf_config`], HF's semantics, per layer type where they differ) or from
-//! its GGUF metadata ([`load::rope_from_gguf`], llama.cpp's keys and semantics, no_std); its
-//! docs list where the two readings of one model differ.
+//! [`load`] builds the `Rope` of a published model from the files it ships with, with the
+//! semantics of the runtime that reads them; its docs list where the two readings of one
+//! model differ.
+//!
+//! **HuggingFace `config.json`** (feature `serde`): [`load::ropes_from_hf_config`] takes the
+//! file's text, in the transformers-4 form (`rope_theta`, `rope_scaling`, …) or the
+//! transformers-5 `rope_parameters`, and returns one `Rope` per layer type (Gemma 3's local
+//! and global layers differ; most models have one).
+//!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! // Llama 3.1 8B's config.json (the keys that matter here; the rest are ignored).
+//! let json = r#"{
+//!   "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+//!   "max_position_embeddings": 131072, "rope_theta": 500000.0,
+//!   "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+//!                    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+//! }"#;
+//! let ropes = posenc::load::ropes_from_hf_config(json).unwrap();
+//! let rope = ropes.single().unwrap(); // one layer type
+//! assert_eq!(*rope, posenc::presets::LLAMA_3_1_8B.rope().unwrap());
+//! let mut q = vec![0.5f32; 2 * 32 * 128];
+//! rope.apply(&mut q, 32, &[0, 1]).unwrap();
+//! # }
+//! ```
+//!
+//! **GGUF metadata** (no_std, no allocation): [`load::rope_from_gguf`] reads llama.cpp's keys
+//! (`{arch}.rope.freq_base`, `{arch}.rope.scaling.*`, …) through a lookup the caller provides,
+//! with llama.cpp's semantics, plus the `rope_freqs` tensor when the file has one:
+//!
+//! ```
+//! use posenc::load::{GgufValue, rope_from_gguf};
+//! // A lookup over metadata some GGUF reader already holds (here: Qwen2.5-7B's keys).
+//! let meta = |key: &str| match key {
+//!     "general.architecture" => Some(GgufValue::Str("qwen2")),
+//!     "qwen2.attention.key_length" => Some(GgufValue::U32(128)),
+//!     "qwen2.rope.freq_base" => Some(GgufValue::F32(1e6)),
+//!     _ => None,
+//! };
+//! let rope = rope_from_gguf(meta, None).unwrap();
+//! assert_eq!(rope, posenc::presets::QWEN2_5_7B.rope().unwrap());
+//! ```
+//!
+//! With the feature `gguf`, [`load::GgufHeader`] parses a GGUF file's header bytes (the
+//! metadata, before the tensor data) and is that lookup:
+//!
+//! ```
+//! # #[cfg(feature = "gguf")] {
+//! use posenc::load::{GgufHeader, rope_from_gguf};
+//! # let mut bytes = b"GGUF".to_vec(); // a minimal v3 header: 0 tensors, 3 keys
+//! # bytes.extend(3u32.to_le_bytes()); bytes.extend(0u64.to_le_bytes()); bytes.extend(3u64.to_le_bytes());
+//! # let mut kv = |k: &str, ty: u32, v: &[u8]| { bytes.extend((k.len() as u64).to_le_bytes()); bytes.extend(k.as_bytes()); bytes.extend(ty.to_le_bytes()); bytes.extend(v); };
+//! # kv("general.architecture", 8, &[&5u64.to_le_bytes()[..], b"qwen2"].concat());
+//! # kv("qwen2.attention.key_length", 4, &128u32.to_le_bytes());
+//! # kv("qwen2.rope.freq_base", 6, &1e6f32.to_le_bytes());
+//! // `bytes`: the start of a .gguf file, e.g. std::fs::read("qwen2.5-7b-instruct-q4_k_m.gguf")
+//! let header = GgufHeader::parse(&bytes).unwrap();
+//! let rope = rope_from_gguf(|key| header.get(key), None).unwrap();
+//! assert_eq!(rope, posenc::presets::QWEN2_5_7B.rope().unwrap());
+//! # }
+//! ```
 //!
 //! ## Presets
 //! [`presets`] holds the RoPE settings of published models as constants; each builds its
@@ -133,6 +194,7 @@ extern crate std;
 
 mod angles;
 mod axes;
+pub mod bench;
 mod companions;
 mod element;
 mod engine;
@@ -145,25 +207,14 @@ mod scaling;
 mod sinusoidal;
 mod trig;
 mod types;
+mod validate;
 mod view;
 
 pub use angles::{Angles, Position, Positions, Table};
 pub use axes::Axes;
-pub use companions::alibi::{
-    AlibiMode, Positions as AlibiPositions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
-    alibi_slopes_max_bias,
-};
-pub use companions::permute::{
-    permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
-    permute_to_rotate_half_in_place, permute_weight_to_interleaved,
-    permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
-    permute_weight_to_rotate_half_in_place,
-};
-pub use companions::t5::{T5Buckets, t5_bucket};
-pub use companions::{load, presets};
+pub use companions::{alibi, load, permute, presets, t5};
 pub use element::{Dtype, Element};
-pub use engine::ceiling::memory_ceiling_pass;
-pub use error::Error;
+pub use error::{Error, Formula};
 pub use half::{bf16, f16};
 #[cfg(feature = "rayon")]
 pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};

@@ -17,9 +17,10 @@
 
 use crate::angles::{Angles, Source};
 use crate::element::Element;
-use crate::error::Error;
-use crate::rope::{Rope, check_rows};
+use crate::error::{Error, Formula};
+use crate::rope::Rope;
 use crate::sinusoidal::Sinusoidal;
+use crate::validate::check_rows;
 use rayon::prelude::*;
 
 /// Buffers shorter than this (in elements) are processed on the calling thread by the
@@ -101,7 +102,7 @@ impl Rope {
         F: Fn(&Rope, &mut [T], usize, Source<'_>) -> Result<(), Error> + Sync,
     {
         let src = at.source();
-        check_rows(x.len(), n_heads, self.head_dim(), src.tokens())?;
+        check_rows("x", x.len(), n_heads, self.head_dim(), src.tokens())?;
         self.check_source(&src)?;
         split_rows(x, n_heads, self.head_dim(), src, |x, h, p| {
             ok(serial(self, x, h, p))
@@ -255,6 +256,7 @@ impl Sinusoidal {
                 what: "out",
                 len: out.len(),
                 row: d,
+                formula: Formula::two(&"positions × d_model", [0, d]),
             });
         }
         if out.len() < PAR_MIN_ELEMENTS {
@@ -327,6 +329,7 @@ impl Sinusoidal {
                 what,
                 expected,
                 actual: len,
+                formula: Formula::two(&"positions × d_model", [n, self.d_model()]),
             });
         }
         Ok(())

@@ -11,9 +11,10 @@ use crate::engine::angles::CosSinTable;
 use crate::engine::dispatch::{dispatch, is_available};
 use crate::engine::job::{Angles as EngineAngles, Job, Positions as EnginePositions, Target};
 use crate::engine::rope;
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
 use crate::types::{Backend, Layout, Rounding, View};
+use crate::validate::{check_offset, check_qk, check_rows, check_table};
 use crate::view;
 use core::fmt;
 
@@ -180,29 +181,6 @@ pub(crate) fn check_dims(head_dim: usize, rotary_dim: usize) -> Result<(), Error
         });
     }
     Ok(())
-}
-
-/// Checks `x.len() == tokens · n_heads · head_dim` and returns the row length
-/// `n_heads · head_dim`.
-pub(crate) fn check_rows(
-    x_len: usize,
-    n_heads: usize,
-    head_dim: usize,
-    tokens: usize,
-) -> Result<usize, Error> {
-    if n_heads == 0 {
-        return Err(Error::ZeroHeads);
-    }
-    let row = n_heads.checked_mul(head_dim).ok_or(Error::ShapeOverflow)?;
-    let expected = tokens.checked_mul(row).ok_or(Error::ShapeOverflow)?;
-    if x_len != expected {
-        return Err(Error::LengthMismatch {
-            what: "x",
-            expected,
-            actual: x_len,
-        });
-    }
-    Ok(row)
 }
 
 impl Rope {
@@ -415,9 +393,10 @@ impl Rope {
                 let half = self.rotary_dim / 2;
                 if t.tokens() > 0 && t.pairs() != half {
                     return Err(Error::LengthMismatch {
-                        what: "table pairs per token (rotary_dim / 2)",
+                        what: "table pairs per token",
                         expected: half,
                         actual: t.pairs(),
+                        formula: Formula::one(&"rotary_dim/2", half),
                     });
                 }
                 Ok(())
@@ -485,6 +464,7 @@ impl Rope {
     /// `cs`/`ss`, after every check.
     fn contiguous_call<'a, T: Element>(
         &self,
+        what: &'static str,
         x: &mut [T],
         n_heads: usize,
         at: impl Angles<'a>,
@@ -492,7 +472,7 @@ impl Rope {
         ss: f32,
     ) -> Result<(), Error> {
         let src = at.source();
-        check_rows(x.len(), n_heads, self.head_dim, src.tokens())?;
+        check_rows(what, x.len(), n_heads, self.head_dim, src.tokens())?;
         self.check_source(&src)?;
         let views = [self.contiguous(n_heads)];
         self.launch(&mut [Target { x, views: &views }], src, cs, ss);
@@ -520,7 +500,7 @@ impl Rope {
         at: impl Angles<'a>,
     ) -> Result<(), Error> {
         let m = self.attention_factor;
-        self.contiguous_call(x, n_heads, at, m, m)
+        self.contiguous_call("x", x, n_heads, at, m, m)
     }
 
     /// Undoes [`Rope::apply`]: rotates by `−θ` and divides by the attention factor.
@@ -541,7 +521,7 @@ impl Rope {
         at: impl Angles<'a>,
     ) -> Result<(), Error> {
         let inv = 1.0 / self.attention_factor;
-        self.contiguous_call(x, n_heads, at, inv, -inv)
+        self.contiguous_call("x", x, n_heads, at, inv, -inv)
     }
 
     /// Shifts keys already rotated to position `p` to `p + delta` (a KV-cache shift after
@@ -566,8 +546,7 @@ impl Rope {
         n_heads: usize,
         deltas: impl Angles<'a>,
     ) -> Result<(), Error> {
-        self.contiguous_call(k, n_heads, deltas, 1.0, 1.0)
-            .map_err(|e| rename(e, "k"))
+        self.contiguous_call("k", k, n_heads, deltas, 1.0, 1.0)
     }
 
     /// Rotates a query and a key buffer (different head counts, as in GQA/MQA) with the
@@ -664,7 +643,7 @@ impl Rope {
         positions: &[[P; A]],
     ) -> Result<(), Error> {
         let n_axes = self.check_axes(A)?;
-        check_rows(x.len(), n_heads, self.head_dim, positions.len())?;
+        check_rows("x", x.len(), n_heads, self.head_dim, positions.len())?;
         let flat = P::ints(positions.as_flattened());
         flat.check("positions")?;
         let views = [self.contiguous(n_heads)];
@@ -685,6 +664,7 @@ impl Rope {
                 what: "positions axes",
                 expected: n_axes,
                 actual: a,
+                formula: Formula::one(&"axes().count()", n_axes),
             });
         }
         Ok(n_axes)
@@ -833,9 +813,13 @@ impl Rope {
             .ok_or(Error::ShapeOverflow)?;
         if buf.len() / 2 < n {
             return Err(Error::LengthMismatch {
-                what: "buf (at least table_len(tokens) = 2 × tokens × rotary_dim/2)",
+                what: "buf (at least)",
                 expected: 2 * n,
                 actual: buf.len(),
+                formula: Formula::three(
+                    &"2 × tokens × rotary_dim/2",
+                    [2, tokens, self.rotary_dim / 2],
+                ),
             });
         }
         let (cos, rest) = buf.split_at_mut(n);
@@ -876,21 +860,8 @@ impl Rope {
     ) -> Result<(), Error> {
         let ints = positions.ints();
         let half = self.rotary_dim / 2;
-        let expected = ints.len().checked_mul(half).ok_or(Error::ShapeOverflow)?;
-        if cos.len() != expected {
-            return Err(Error::LengthMismatch {
-                what: "cos",
-                expected,
-                actual: cos.len(),
-            });
-        }
-        if sin.len() != expected {
-            return Err(Error::LengthMismatch {
-                what: "sin",
-                expected,
-                actual: sin.len(),
-            });
-        }
+        check_table("cos", cos.len(), ints.len(), self.rotary_dim)?;
+        check_table("sin", sin.len(), ints.len(), self.rotary_dim)?;
         ints.check("positions")?;
         let m = self.attention_factor;
         // `.exact()`: exact angles whatever the rounding mode (the contract's values).
@@ -930,35 +901,6 @@ impl Rope {
         n_kv_heads: usize,
         tokens: usize,
     ) -> Result<(usize, usize), Error> {
-        let q_row = check_rows(q_len, n_q_heads, self.head_dim, tokens)?;
-        let k_row =
-            check_rows(k_len, n_kv_heads, self.head_dim, tokens).map_err(|e| rename(e, "k"))?;
-        Ok((q_row, k_row))
-    }
-}
-
-/// Renames the buffer an error speaks of (for calls that take two).
-fn rename(e: Error, what: &'static str) -> Error {
-    match e {
-        Error::LengthMismatch {
-            expected, actual, ..
-        } => Error::LengthMismatch {
-            what,
-            expected,
-            actual,
-        },
-        other => other,
-    }
-}
-
-/// Validates the rotary window `offset .. offset + rotary_dim` inside a head.
-fn check_offset(head_dim: usize, rotary_dim: usize, offset: usize) -> Result<(), Error> {
-    match offset.checked_add(rotary_dim) {
-        Some(end) if end <= head_dim => Ok(()),
-        _ => Err(Error::ParameterOutOfRange {
-            what: "rotary_offset",
-            constraint: "must keep rotary_offset + rotary_dim within head_dim",
-            value: offset as f32,
-        }),
+        check_qk(self.head_dim, q_len, n_q_heads, k_len, n_kv_heads, tokens)
     }
 }

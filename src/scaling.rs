@@ -26,7 +26,7 @@
 //! with a typed error before anything is computed, and every result (frequencies and attention
 //! factor) is checked finite at the end, so no input makes `Rope::new` panic or return NaN.
 
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use core::cmp::Ordering;
 
 /// The largest `rotary_dim` a [`Rope`](crate::Rope) supports: its frequencies live inline (no heap), in
@@ -386,6 +386,7 @@ fn factor_list(what: &'static str, factors: &[f32], pairs: usize) -> Result<(), 
             what,
             expected: pairs,
             actual: factors.len(),
+            formula: Formula::one(&"rotary_dim/2", pairs),
         });
     }
     for &f in factors {

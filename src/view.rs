@@ -1,14 +1,11 @@
 //! Strided views: which heads of a buffer to rotate.
 
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::types::View;
 
-fn overlap() -> Error {
-    Error::ParameterOutOfRange {
-        what: "views",
-        constraint: "must not make two heads overlap",
-        value: 0.0,
-    }
+/// `views[first]` and `views[second]` overlap (the same index: a view overlaps itself).
+fn overlap(first: usize, second: usize) -> Error {
+    Error::ViewsOverlap { first, second }
 }
 
 /// The first element after the last head of `v` (all sums checked).
@@ -55,7 +52,7 @@ pub(crate) fn validate(
     head_dim: usize,
     tokens: usize,
 ) -> Result<(), Error> {
-    for v in views {
+    for (i, v) in views.iter().enumerate() {
         if v.n_heads == 0 {
             return Err(Error::ZeroHeads);
         }
@@ -66,24 +63,28 @@ pub(crate) fn validate(
                     what: "x",
                     expected: e,
                     actual: len,
+                    formula: Formula::one(
+                        &"at least a view's offset + (tokens − 1)·token_stride + (n_heads − 1)·head_stride + head_dim",
+                        e,
+                    ),
                 });
             }
             if !self_disjoint(v, tokens, head_dim) {
-                return Err(overlap());
+                return Err(overlap(i, i));
             }
         }
     }
     if tokens > 0 {
         for (i, a) in views.iter().enumerate() {
             let ra = (a.offset, end(a, tokens, head_dim)?);
-            for b in &views[i + 1..] {
+            for (j, b) in views.iter().enumerate().skip(i + 1) {
                 let rb = (b.offset, end(b, tokens, head_dim)?);
                 let disjoint_ranges = ra.1 <= rb.0 || rb.1 <= ra.0;
                 if !disjoint_ranges
                     && !interleaved_disjoint(a, b, tokens, head_dim)
                     && !lattice_disjoint(a, b, tokens, head_dim)
                 {
-                    return Err(overlap());
+                    return Err(overlap(i, j));
                 }
             }
         }

@@ -4,10 +4,11 @@
 mod common;
 
 use common::Case;
-use posenc::{
-    AlibiMode, AlibiPositions, Element, Error, alibi_bias, alibi_positions_from_mask, alibi_slopes,
-    alibi_slopes_max_bias, bf16, f16,
+use posenc::alibi::{
+    AlibiMode, Positions, alibi_bias, alibi_positions_from_mask, alibi_slopes,
+    alibi_slopes_max_bias,
 };
+use posenc::{Element, Error, Formula, bf16, f16};
 use proptest::prelude::*;
 
 /// One ulp of an f32 of magnitude `|x|` (normal range).
@@ -250,7 +251,11 @@ fn positions_from_mask_accepts_bool_and_integers() {
         Err(Error::LengthMismatch {
             what: "out",
             expected: 5,
-            actual: 4
+            actual: 4,
+            formula: Formula {
+                names: &"mask.len()",
+                values: [5, 0, 0]
+            }
         })
     );
     assert_eq!(short, [7; 4]);
@@ -275,8 +280,8 @@ fn kv_cache_block_at_an_offset() {
     let mut out = vec![0f32; 12 * nq * nk];
     alibi_bias(
         &slopes,
-        AlibiPositions::range(q0, nq),
-        AlibiPositions::range(0, nk),
+        Positions::range(q0, nq),
+        Positions::range(0, nk),
         AlibiMode::Causal,
         &mut out,
     )
@@ -300,7 +305,7 @@ fn modes_agree_on_the_causal_triangle_and_symmetric_is_symmetric() {
     let slopes = [0.5f32, 0.125, 0.3];
     let n = 9;
     let (mut s, mut c) = (vec![0f32; 3 * n * n], vec![0f32; 3 * n * n]);
-    let p = AlibiPositions::range(-4, n);
+    let p = Positions::range(-4, n);
     alibi_bias(&slopes, p, p, AlibiMode::Symmetric, &mut s).unwrap();
     alibi_bias(&slopes, p, p, AlibiMode::Causal, &mut c).unwrap();
     for h in 0..3 {
@@ -344,8 +349,8 @@ fn extreme_positions_do_not_overflow() {
         let mut out = [0f32; 3];
         alibi_bias(
             &[1.0],
-            AlibiPositions::range(0, 1),
-            AlibiPositions::range(i32::MAX, 3),
+            Positions::range(0, 1),
+            Positions::range(i32::MAX, 3),
             mode,
             &mut out,
         )
@@ -372,8 +377,8 @@ fn untouched<T: Element>(
 #[test]
 fn errors_leave_the_output_untouched() {
     let x = 42.5f32;
-    let q = AlibiPositions::range(0, 2);
-    let k = AlibiPositions::range(0, 3);
+    let q = Positions::range(0, 2);
+    let k = Positions::range(0, 3);
     let e = untouched(x, |o| alibi_bias(&[], q, k, AlibiMode::Causal, o), 6);
     assert_eq!(e, Error::ZeroHeads);
     let e = untouched(
@@ -400,10 +405,14 @@ fn errors_leave_the_output_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 6,
-            actual: 5
+            actual: 5,
+            formula: Formula {
+                names: &"heads × queries × keys",
+                values: [1, q.len(), k.len()]
+            }
         }
     );
-    let huge = AlibiPositions::range(0, usize::MAX / 2);
+    let huge = Positions::range(0, usize::MAX / 2);
     let e = untouched(
         x,
         |o| alibi_bias(&[0.5], huge, huge, AlibiMode::Causal, o),
@@ -424,7 +433,11 @@ fn errors_leave_the_output_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 4,
-            actual: 3
+            actual: 3,
+            formula: Formula {
+                names: &"n_heads",
+                values: [4, 0, 0]
+            }
         }
     );
     for mb in [0.0f32, -1.0, f32::NAN, f32::INFINITY] {
@@ -444,8 +457,8 @@ fn empty_blocks_are_fine() {
     let mut out: [f32; 0] = [];
     alibi_bias(
         &[0.5],
-        AlibiPositions::range(0, 0),
-        AlibiPositions::range(0, usize::MAX),
+        Positions::range(0, 0),
+        Positions::range(0, usize::MAX),
         AlibiMode::Causal,
         &mut out,
     )
@@ -453,7 +466,7 @@ fn empty_blocks_are_fine() {
     alibi_bias(
         &[0.5],
         &[1, 2],
-        AlibiPositions::List(&[]),
+        Positions::List(&[]),
         AlibiMode::Symmetric,
         &mut out,
     )
@@ -503,7 +516,7 @@ proptest! {
         let kl: Vec<i32> = (0..nk as i32).map(|j| k0 + j).collect();
         for mode in [AlibiMode::Causal, AlibiMode::Symmetric] {
             let (mut a, mut b) = (vec![0f32; 3 * nq * nk], vec![1f32; 3 * nq * nk]);
-            alibi_bias(&slopes, AlibiPositions::range(q0, nq), AlibiPositions::range(k0, nk), mode, &mut a).unwrap();
+            alibi_bias(&slopes, Positions::range(q0, nq), Positions::range(k0, nk), mode, &mut a).unwrap();
             alibi_bias(&slopes, &ql[..], &kl[..], mode, &mut b).unwrap();
             prop_assert_eq!(a, b);
         }

@@ -12,8 +12,8 @@
 //! `sinusoidal_zero_rows_with_huge_d_model_returns_promptly` regresses and times out).
 
 use posenc::{
-    Backend, Element, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling,
-    Sinusoidal, SinusoidalLayout, Table, Yarn, bf16, f16,
+    Backend, Element, Error, Formula, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling,
+    Sinusoidal, SinusoidalLayout, Table, View, Yarn, bf16, f16,
 };
 use proptest::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,6 +21,22 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
+
+/// The formula of a token-major buffer: `tokens × heads × head_dim`.
+fn rows(tokens: usize, heads: usize, head_dim: usize) -> Formula {
+    Formula {
+        names: &"tokens × heads × head_dim",
+        values: [tokens, heads, head_dim],
+    }
+}
+
+/// The formula of a cos or sin table: `tokens × rotary_dim/2`.
+fn table(tokens: usize, half: usize) -> Formula {
+    Formula {
+        names: &"tokens × rotary_dim/2",
+        values: [tokens, half, 0],
+    }
+}
 
 trait Dt: Element {
     fn bits(self) -> u32;
@@ -404,6 +420,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 16,
                 actual: 17,
+                formula: rows(1, 2, 8),
             },
         ),
         (
@@ -415,6 +432,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 16,
                 actual: 15,
+                formula: rows(1, 2, 8),
             },
         ),
         (
@@ -426,6 +444,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 24,
                 actual: 16,
+                formula: rows(3, 1, 8),
             },
         ),
         (
@@ -437,6 +456,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 8,
                 actual: 16,
+                formula: rows(1, 1, 8),
             },
         ),
         (
@@ -448,6 +468,7 @@ fn apply_errors() {
                 what: "x",
                 expected: 0,
                 actual: 8,
+                formula: rows(0, 1, 8),
             },
         ),
         (
@@ -500,6 +521,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 11,
+                formula: table(3, 4),
             },
         ),
         (
@@ -509,6 +531,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 13,
+                formula: table(3, 4),
             },
         ),
         (
@@ -518,6 +541,7 @@ fn fill_cos_sin_errors() {
                 what: "cos",
                 expected: 12,
                 actual: 0,
+                formula: table(3, 4),
             },
         ),
         (
@@ -527,6 +551,7 @@ fn fill_cos_sin_errors() {
                 what: "sin",
                 expected: 12,
                 actual: 11,
+                formula: table(3, 4),
             },
         ),
         (
@@ -536,6 +561,7 @@ fn fill_cos_sin_errors() {
                 what: "sin",
                 expected: 12,
                 actual: 16,
+                formula: table(3, 4),
             },
         ),
     ] {
@@ -559,6 +585,7 @@ fn fill_cos_sin_errors() {
             what: "cos",
             expected: 0,
             actual: 4,
+            formula: table(0, 4),
         },
         "fill_cos_sin no positions",
     );
@@ -568,6 +595,14 @@ fn fill_cos_sin_errors() {
 // ---------------------------------------------------------------------------------------
 // Table, Rope::table, rotating from a table
 // ---------------------------------------------------------------------------------------
+
+/// A formula of one named quantity.
+fn one(name: &'static &'static str, value: usize) -> Formula {
+    Formula {
+        names: name,
+        values: [value, 0, 0],
+    }
+}
 
 #[test]
 fn table_errors() {
@@ -579,9 +614,10 @@ fn table_errors() {
             6,
             1,
             Error::LengthMismatch {
-                what: "sin (the same length as cos)",
+                what: "sin",
                 expected: 8,
                 actual: 6,
+                formula: one(&"cos.len()", 8),
             },
         ),
         (
@@ -590,9 +626,10 @@ fn table_errors() {
             10,
             1,
             Error::LengthMismatch {
-                what: "sin (the same length as cos)",
+                what: "sin",
                 expected: 8,
                 actual: 10,
+                formula: one(&"cos.len()", 8),
             },
         ),
         (
@@ -601,9 +638,13 @@ fn table_errors() {
             4,
             0,
             Error::LengthMismatch {
-                what: "cos (tokens × pairs, with 0 tokens)",
+                what: "cos",
                 expected: 0,
                 actual: 4,
+                formula: Formula {
+                    names: &"",
+                    values: [0; 3],
+                },
             },
         ),
         (
@@ -612,9 +653,13 @@ fn table_errors() {
             7,
             3,
             Error::NotWholeRows {
-                what: "cos (tokens × pairs)",
+                what: "cos",
                 len: 7,
                 row: 3,
+                formula: Formula {
+                    names: &"rotary_dim/2 × tokens",
+                    values: [0, 3, 0],
+                },
             },
         ),
     ];
@@ -633,9 +678,13 @@ fn table_errors() {
             let (c6, s6) = (pat::<f32>(6), pat::<f32>(6));
             let three = Table::new(&c6, &s6, 2).unwrap(); // 2 tokens × 3 pairs
             let want = Error::LengthMismatch {
-                what: "table pairs per token (rotary_dim / 2)",
+                what: "table pairs per token",
                 expected: 2,
                 actual: 3,
+                formula: Formula {
+                    names: &"rotary_dim/2",
+                    values: [2, 0, 0],
+                },
             };
             for_dtypes!(16, want, &format!("{b:?} {layout:?}: pairs"), |x| {
                 rope.apply(x, 1, three)
@@ -647,8 +696,12 @@ fn table_errors() {
             let two = Table::new(&c4, &s4, 2).unwrap(); // 2 tokens × 2 pairs
             let want = Error::LengthMismatch {
                 what: "x",
-                expected: 2 * 3 * 8, // tokens × heads × head_dim
+                expected: 2 * 3 * 8,
                 actual: 16,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [2, 3, 8],
+                },
             };
             for_dtypes!(16, want, &format!("{b:?} {layout:?}: tokens"), |x| {
                 rope.apply(x, 3, two)
@@ -661,9 +714,13 @@ fn table_errors() {
     assert_eq!(
         rope.table(&[1, 2], &mut buf),
         Err(Error::LengthMismatch {
-            what: "buf (at least table_len(tokens) = 2 × tokens × rotary_dim/2)",
+            what: "buf (at least)",
             expected: 16,
             actual: 15,
+            formula: Formula {
+                names: &"2 × tokens × rotary_dim/2",
+                values: [2, 2, 4]
+            },
         })
     );
     assert!(buf.iter().all(|&v| v == 7.0), "nothing written");
@@ -741,7 +798,11 @@ fn sinusoidal_call_errors() {
                 Error::NotWholeRows {
                     what: "out",
                     len: n,
-                    row: 8
+                    row: 8,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [0, 8, 0],
+                    },
                 },
                 &format!("fill {n}"),
                 |x| pe.fill(x, 3)
@@ -760,7 +821,11 @@ fn sinusoidal_call_errors() {
                 Error::LengthMismatch {
                     what: "out",
                     expected,
-                    actual: n
+                    actual: n,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [positions.len(), 8, 0]
+                    },
                 },
                 &format!("fill_positions {n} {positions:?}"),
                 |x| pe.fill_positions(x, positions)
@@ -770,7 +835,11 @@ fn sinusoidal_call_errors() {
                 Error::LengthMismatch {
                     what: "x",
                     expected,
-                    actual: n
+                    actual: n,
+                    formula: Formula {
+                        names: &"positions × d_model",
+                        values: [positions.len(), 8, 0]
+                    },
                 },
                 &format!("add {n} {positions:?}"),
                 |x| pe.add(x, positions)
@@ -787,7 +856,11 @@ fn sinusoidal_call_errors() {
             Error::NotWholeRows {
                 what: "out",
                 len: 4,
-                row: usize::MAX - 1
+                row: usize::MAX - 1,
+                formula: Formula {
+                    names: &"positions × d_model",
+                    values: [0, usize::MAX - 1, 0],
+                },
             },
             "fill, row wider than out",
             |x| wide.fill(x, 0)
@@ -829,7 +902,7 @@ fn sinusoidal_zero_rows_with_huge_d_model_returns_promptly() {
 #[test]
 fn error_display_and_trait() {
     // Each variant, with what its message must mention.
-    let all: [(Error, &[&str]); 12] = [
+    let all: [(Error, &[&str]); 14] = [
         (Error::InvalidHeadDim { head_dim: 63 }, &["head_dim", "63"]),
         (
             Error::InvalidRotaryDim {
@@ -852,16 +925,25 @@ fn error_display_and_trait() {
                 what: "positions",
                 expected: 16,
                 actual: 17,
+                formula: rows(2, 1, 8),
             },
-            &["positions", "16", "17"],
+            &[
+                "`positions`",
+                "17",
+                "tokens × heads × head_dim = 2 × 1 × 8 = 16",
+            ],
         ),
         (
             Error::NotWholeRows {
                 what: "out",
                 len: 9,
                 row: 8,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [0, 1, 8],
+                },
             },
-            &["out", "9", "8"],
+            &["`out`", "9", "heads × head_dim = 1 × 8 = 8"],
         ),
         (
             Error::InvalidParameter {
@@ -878,6 +960,20 @@ fn error_display_and_trait() {
             &["portable"],
         ),
         (Error::UnsupportedScaling { rope_type: "yarn" }, &["yarn"]),
+        (
+            Error::ViewsOverlap {
+                first: 1,
+                second: 3,
+            },
+            &["`views[1]`", "`views[3]`", "overlap"],
+        ),
+        (
+            Error::ViewsOverlap {
+                first: 2,
+                second: 2,
+            },
+            &["`views[2]`", "its own heads"],
+        ),
         (
             Error::ParameterOutOfRange {
                 what: "low_freq_factor",
@@ -1254,4 +1350,103 @@ proptest! {
         fuzz_one::<f16>(&z)?;
         fuzz_one::<bf16>(&z)?;
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// messages: the argument by name, and the arithmetic behind the length it should have
+// ---------------------------------------------------------------------------------------
+
+/// The message of a failed call, checked to be exactly `want`.
+fn message(r: Result<(), Error>, want: &str) {
+    assert_eq!(r.unwrap_err().to_string(), want);
+}
+
+#[test]
+fn messages_name_the_argument_and_the_formula() {
+    let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf)).unwrap();
+    // A newcomer's first mistake: 3 tokens' worth of x for 2 positions.
+    let mut x = vec![0.0f32; 3 * 32 * 128];
+    message(
+        rope.apply(&mut x, 32, &[0, 1]),
+        "`x` has length 12288, expected tokens × heads × head_dim = 2 × 32 × 128 = 8192",
+    );
+    message(
+        rope.apply(&mut x[..12288 - 128 * 48], 48, &[0, 1, 2]),
+        "`x` has length 6144, expected tokens × heads × head_dim = 3 × 48 × 128 = 18432",
+    );
+    // apply_qk calls its buffers q and k, each with its own head count.
+    let (mut q, mut k) = (vec![0.0f32; 2 * 8 * 128], vec![0.0f32; 2 * 2 * 128]);
+    message(
+        rope.apply_qk(&mut q[1..], 8, &mut k, 2, &[0, 1]),
+        "`q` has length 2047, expected tokens × heads × head_dim = 2 × 8 × 128 = 2048",
+    );
+    message(
+        rope.apply_qk(&mut q, 8, &mut k, 4, &[0, 1]),
+        "`k` has length 512, expected tokens × heads × head_dim = 2 × 4 × 128 = 1024",
+    );
+    message(
+        rope.shift(&mut k, 2, &[5]),
+        "`k` has length 512, expected tokens × heads × head_dim = 1 × 2 × 128 = 256",
+    );
+    // fill_cos_sin: tokens × rotary_dim/2.
+    let (mut cos, mut sin) = (vec![0.0f32; 128], vec![0.0f32; 192]);
+    message(
+        rope.fill_cos_sin(&[0, 1, 2], &mut cos, &mut sin),
+        "`cos` has length 128, expected tokens × rotary_dim/2 = 3 × 64 = 192",
+    );
+    // A caller's table: 128 values cannot be 3 tokens' worth; sin must match cos; a table
+    // of the wrong width for the rope; a table for the wrong number of tokens.
+    message(
+        Table::new(&cos, &cos, 3).map(|_| ()),
+        "`cos` has length 128, expected rotary_dim/2 × tokens, not a multiple of tokens = 3",
+    );
+    message(
+        Table::new(&cos, &sin, 2).map(|_| ()),
+        "`sin` has length 192, expected cos.len() = 128",
+    );
+    let mut x = vec![0.0f32; 2 * 128];
+    message(
+        rope.apply(&mut x, 1, Table::new(&cos, &cos, 4).unwrap()),
+        "`table pairs per token` has length 32, expected rotary_dim/2 = 64",
+    );
+    let mut x3 = vec![0.0f32; 3 * 128];
+    message(
+        rope.apply(&mut x3, 1, Table::new(&cos, &cos, 2).unwrap()),
+        "`x` has length 384, expected tokens × heads × head_dim = 2 × 1 × 128 = 256",
+    );
+    // Views: the two that meet, or the one that meets itself.
+    let (row, hd) = (3 * 128, 128);
+    let mut qkv = vec![0.0f32; 2 * row];
+    let view = |n_heads, offset| View {
+        n_heads,
+        token_stride: row,
+        head_stride: hd,
+        offset,
+    };
+    message(
+        rope.apply_views(&mut qkv, &[view(1, 0), view(2, 128), view(1, 200)], &[0, 1]),
+        "`views[1]` and `views[2]` overlap: a head of one meets a head of the other",
+    );
+    message(
+        rope.apply_views(
+            &mut qkv,
+            &[View {
+                head_stride: 64,
+                ..view(2, 0)
+            }],
+            &[0, 1],
+        ),
+        "`views[0]` makes two of its own heads overlap: its strides must keep every head_dim-wide head apart",
+    );
+    // Sinusoidal rows: positions × d_model.
+    let pe = Sinusoidal::new(64, 1e4, SinusoidalLayout::Split).unwrap();
+    let mut out = vec![0.0f32; 100];
+    message(
+        pe.fill(&mut out, 0),
+        "`out` has length 100, expected positions × d_model, not a multiple of d_model = 64",
+    );
+    message(
+        pe.fill_positions(&mut out, &[1, 2]),
+        "`out` has length 100, expected positions × d_model = 2 × 64 = 128",
+    );
 }

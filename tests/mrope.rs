@@ -21,7 +21,9 @@
 //!
 //! Run with `cargo test --test mrope -- --nocapture` for the measured error table.
 
-use posenc::{Axes, Backend, Element, Error, Layout, Rope, RopeConfig, Scaling, bf16, f16};
+use posenc::{
+    Axes, Backend, Element, Error, Formula, Layout, Rope, RopeConfig, Scaling, bf16, f16,
+};
 
 const U: f64 = 1.0 / 16_777_216.0; // 2^-24, the f32 unit roundoff
 const TRIG: f64 = 2.4e-7; // contract: |cos' − cos|, |sin' − sin| ≤ 2.4e-7
@@ -546,7 +548,11 @@ fn sections_must_sum_to_half_the_rotary_dim() {
                 Err(Error::LengthMismatch {
                     what: "sections",
                     expected: 64,
-                    actual
+                    actual,
+                    formula: Formula {
+                        names: &"rotary_dim/2",
+                        values: [64, 0, 0]
+                    }
                 }),
                 "sections {s:?} interleaved {interleaved}"
             );
@@ -564,7 +570,11 @@ fn sections_must_sum_to_half_the_rotary_dim() {
         Err(Error::LengthMismatch {
             what: "sections",
             expected: 32,
-            actual: 64
+            actual: 64,
+            formula: Formula {
+                names: &"rotary_dim/2",
+                values: [32, 0, 0]
+            }
         })
     );
 }
@@ -637,6 +647,10 @@ fn apply_axes_with_the_wrong_shape_leaves_buffers_untouched() {
             what: "positions axes",
             expected,
             actual,
+            formula: Formula {
+                names: &"axes().count()",
+                values: [expected, 0, 0],
+            },
         };
         // Wrong number of axes.
         let x0 = pattern(2 * 4 * 128);
@@ -674,7 +688,11 @@ fn apply_axes_with_the_wrong_shape_leaves_buffers_untouched() {
             Err(Error::LengthMismatch {
                 what: "x",
                 expected: 4 * 128,
-                actual: 2 * 4 * 128
+                actual: 2 * 4 * 128,
+                formula: Formula {
+                    names: &"tokens × heads × head_dim",
+                    values: [1, 4, 128]
+                }
             })
         );
         assert!(untouched(&x, &x0));

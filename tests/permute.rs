@@ -5,12 +5,14 @@
 mod common;
 
 use common::bits;
-use posenc::{
-    Backend, Element, Error, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16,
+use posenc::permute::{
     permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
     permute_to_rotate_half_in_place, permute_weight_to_interleaved,
     permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
     permute_weight_to_rotate_half_in_place,
+};
+use posenc::{
+    Backend, Element, Error, Formula, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16,
 };
 use proptest::prelude::*;
 
@@ -355,7 +357,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::NotWholeRows {
             what: "src",
             len: 20,
-            row: 8
+            row: 8,
+            formula: Formula {
+                names: &"tokens × heads × head_dim",
+                values: [0, 2, 4],
+            },
         })
     );
     assert_eq!(
@@ -363,7 +369,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::LengthMismatch {
             what: "dst",
             expected: 24,
-            actual: 16
+            actual: 16,
+            formula: Formula {
+                names: &"src.len()",
+                values: [24, 0, 0]
+            }
         })
     );
     assert_eq!(
@@ -371,7 +381,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::NotWholeRows {
             what: "x",
             len: 20,
-            row: 8
+            row: 8,
+            formula: Formula {
+                names: &"tokens × heads × head_dim",
+                values: [0, 2, 4],
+            },
         })
     );
     assert_eq!(
@@ -379,7 +393,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::LengthMismatch {
             what: "src",
             expected: 16,
-            actual: 24
+            actual: 24,
+            formula: Formula {
+                names: &"heads × head_dim × in_features",
+                values: [2, 4, 2]
+            }
         })
     );
     assert_eq!(
@@ -387,7 +405,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::LengthMismatch {
             what: "dst",
             expected: 24,
-            actual: 20
+            actual: 20,
+            formula: Formula {
+                names: &"src.len()",
+                values: [24, 0, 0]
+            }
         })
     );
     assert_eq!(
@@ -395,7 +417,11 @@ fn errors_leave_buffers_untouched() {
         Err(Error::LengthMismatch {
             what: "w",
             expected: 16,
-            actual: 24
+            actual: 24,
+            formula: Formula {
+                names: &"heads × head_dim × in_features",
+                values: [2, 4, 2]
+            }
         })
     );
     assert_eq!(

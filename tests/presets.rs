@@ -387,9 +387,9 @@ fn deepseek_v3() {
     let mut ours = x0.clone();
     rope.apply(&mut ours, 1, &[1234]).unwrap();
     let mut hf_order = vec![0.0f32; 64];
-    posenc::permute_to_rotate_half(&ours, &mut hf_order, 1, 64, 64).unwrap();
+    posenc::permute::permute_to_rotate_half(&ours, &mut hf_order, 1, 64, 64).unwrap();
     let mut via_half = vec![0.0f32; 64];
-    posenc::permute_to_rotate_half(&x0, &mut via_half, 1, 64, 64).unwrap();
+    posenc::permute::permute_to_rotate_half(&x0, &mut via_half, 1, 64, 64).unwrap();
     let half = posenc::RopeConfig {
         layout: Layout::RotateHalf,
         ..p.config()

@@ -2,7 +2,7 @@
 //! of their degenerate-but-accepted cases, and a property: `Rope::new` never panics, whatever
 //! the parameters, and whatever it accepts is finite.
 
-use posenc::{Error, Layout, LongRope, Rope, RopeConfig, Scaling, Yarn};
+use posenc::{Error, Formula, Layout, LongRope, Rope, RopeConfig, Scaling, Yarn};
 use proptest::prelude::*;
 
 fn cfg(d: usize, base: f32, scaling: Scaling<'_>) -> RopeConfig<'_> {
@@ -351,7 +351,11 @@ fn longrope_guards() {
         Error::LengthMismatch {
             what: "short_factor",
             expected: 48,
-            actual: 47
+            actual: 47,
+            formula: Formula {
+                names: &"rotary_dim/2",
+                values: [48, 0, 0]
+            }
         }
     );
     // The unused list is validated too.
@@ -360,7 +364,11 @@ fn longrope_guards() {
         Error::LengthMismatch {
             what: "long_factor",
             expected: 48,
-            actual: 49
+            actual: 49,
+            formula: Formula {
+                names: &"rotary_dim/2",
+                values: [48, 0, 0]
+            }
         }
     );
     for v in BAD {
@@ -432,7 +440,11 @@ fn freq_factors_guards() {
         Error::LengthMismatch {
             what: "freq_factors",
             expected: 32,
-            actual: 31
+            actual: 31,
+            formula: Formula {
+                names: &"rotary_dim/2",
+                values: [32, 0, 0]
+            }
         }
     );
     assert_eq!(
@@ -440,7 +452,11 @@ fn freq_factors_guards() {
         Error::LengthMismatch {
             what: "freq_factors",
             expected: 32,
-            actual: 0
+            actual: 0,
+            formula: Formula {
+                names: &"rotary_dim/2",
+                values: [32, 0, 0]
+            }
         }
     );
     for v in BAD {

@@ -1,7 +1,9 @@
 //! T5 relative-position buckets: hand-derived tables, HF's f32 expression re-derived
 //! independently, the f64 formula, block fills and every error path.
 
-use posenc::{AlibiPositions, Error, T5Buckets, t5_bucket};
+use posenc::alibi::Positions;
+use posenc::t5::{T5Buckets, t5_bucket};
+use posenc::{Error, Formula};
 use proptest::prelude::*;
 
 /// Bucket from a threshold table: `thresholds[m]` is the smallest distance of bucket
@@ -277,21 +279,13 @@ fn fill_is_the_scalar_bucket_of_k_minus_q() {
     // HF compute_bias(query_length=3, key_length=5), encoder: context arange(3), memory
     // arange(5); a decoder step with a cache: query at 4 against keys 0..5.
     let mut out = vec![0u32; 15];
-    b.fill(
-        AlibiPositions::range(0, 3),
-        AlibiPositions::range(0, 5),
-        &mut out,
-    )
-    .unwrap();
+    b.fill(Positions::range(0, 3), Positions::range(0, 5), &mut out)
+        .unwrap();
     assert_eq!(out, [0, 17, 18, 19, 20, 1, 0, 17, 18, 19, 2, 1, 0, 17, 18]);
     let dec = T5Buckets::new(false, 32, 128).unwrap();
     let mut out = vec![0u32; 5];
-    dec.fill(
-        AlibiPositions::range(4, 1),
-        AlibiPositions::range(0, 5),
-        &mut out,
-    )
-    .unwrap();
+    dec.fill(Positions::range(4, 1), Positions::range(0, 5), &mut out)
+        .unwrap();
     assert_eq!(out, [4, 3, 2, 1, 0]);
 }
 
@@ -378,11 +372,15 @@ fn errors_leave_buffers_untouched() {
         Error::LengthMismatch {
             what: "out",
             expected: 6,
-            actual: 5
+            actual: 5,
+            formula: Formula {
+                names: &"queries × keys",
+                values: [2, 3, 0]
+            }
         }
     );
     assert_eq!(out, [7; 5]);
-    let huge = AlibiPositions::range(0, usize::MAX / 2);
+    let huge = Positions::range(0, usize::MAX / 2);
     assert_eq!(b.fill(huge, huge, &mut out), Err(Error::ShapeOverflow));
     assert_eq!(out, [7; 5]);
 
@@ -400,6 +398,10 @@ fn errors_leave_buffers_untouched() {
                 what: "table",
                 expected: 64,
                 actual: 63,
+                formula: Formula {
+                    names: &"num_buckets × heads",
+                    values: [32, 2, 0],
+                },
             },
         ),
         (
@@ -410,6 +412,10 @@ fn errors_leave_buffers_untouched() {
                 what: "out",
                 expected: 12,
                 actual: 11,
+                formula: Formula {
+                    names: &"heads × queries × keys",
+                    values: [2, 2, 3],
+                },
             },
         ),
         (&table, usize::MAX / 4, 12, Error::ShapeOverflow),
@@ -421,12 +427,12 @@ fn errors_leave_buffers_untouched() {
     }
     // Empty blocks are fine (and do not loop over a huge range).
     b.fill(
-        AlibiPositions::range(0, usize::MAX),
-        AlibiPositions::range(0, 0),
+        Positions::range(0, usize::MAX),
+        Positions::range(0, 0),
         &mut [],
     )
     .unwrap();
-    b.fill_bias(&table, 2, &[0], AlibiPositions::List(&[]), &mut [])
+    b.fill_bias(&table, 2, &[0], Positions::List(&[]), &mut [])
         .unwrap();
 }
 
@@ -461,7 +467,7 @@ proptest! {
         let ql: Vec<i32> = (0..nq as i32).map(|i| q0 + i).collect();
         let kl: Vec<i32> = (0..nk as i32).map(|j| k0 + j).collect();
         let (mut a, mut c) = (vec![0u32; nq * nk], vec![1u32; nq * nk]);
-        b.fill(AlibiPositions::range(q0, nq), AlibiPositions::range(k0, nk), &mut a).unwrap();
+        b.fill(Positions::range(q0, nq), Positions::range(k0, nk), &mut a).unwrap();
         b.fill(&ql, &kl, &mut c).unwrap();
         prop_assert_eq!(a, c);
     }

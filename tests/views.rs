@@ -22,7 +22,8 @@ mod common;
 use common::backends;
 use common::rng::Rng;
 use posenc::{
-    Backend, Element, Error, Layout, Rope, RopeConfig, Rounding, Scaling, View, Yarn, bf16, f16,
+    Backend, Element, Error, Formula, Layout, Rope, RopeConfig, Rounding, Scaling, View, Yarn,
+    bf16, f16,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -370,7 +371,11 @@ fn check_arena<T: Dt>(rope: &Rope, name: &str, seed: u64) {
         Error::LengthMismatch {
             what: "x",
             expected: k_end,
-            actual: k_end - 1
+            actual: k_end - 1,
+            formula: Formula {
+                names: &"at least a view's offset + (tokens − 1)·token_stride + (n_heads − 1)·head_stride + head_dim",
+                values: [k_end, 0, 0]
+            },
         },
         "{name}"
     );
@@ -424,7 +429,7 @@ fn check_qk<T: Dt>(rope: &Rope, name: &str, nq: usize, nk: usize, seed: u64) {
         .apply_qk(&mut qe[1..], nq, &mut ke, nk, &pos)
         .unwrap_err();
     assert!(
-        matches!(e, Error::LengthMismatch { what: "x", .. }),
+        matches!(e, Error::LengthMismatch { what: "q", .. }),
         "{what}: {e:?}"
     );
     assert_eq!(
@@ -611,12 +616,9 @@ struct Bad {
     err: Option<Error>,
 }
 
-fn overlap() -> Error {
-    Error::ParameterOutOfRange {
-        what: "views",
-        constraint: "must not make two heads overlap",
-        value: 0.0,
-    }
+/// `views[first]` meets `views[second]` (the same index: a view meets itself).
+fn overlap(first: usize, second: usize) -> Error {
+    Error::ViewsOverlap { first, second }
 }
 
 fn bad_cases() -> Vec<Bad> {
@@ -635,6 +637,10 @@ fn bad_cases() -> Vec<Bad> {
             what: "x",
             expected,
             actual,
+            formula: Formula {
+                names: &"at least a view's offset + (tokens − 1)·token_stride + (n_heads − 1)·head_stride + head_dim",
+                values: [expected, 0, 0],
+            },
         })
     };
     vec![
@@ -699,78 +705,108 @@ fn bad_cases() -> Vec<Bad> {
             lm(m, 64),
         ),
         // overlapping heads within one view
-        b("head_stride 0", vec![v(2, 16, 0, 0)], 64, Some(overlap())),
-        b("token_stride 0", vec![v(2, 0, 8, 0)], 64, Some(overlap())),
-        b("both strides 0", vec![v(2, 0, 0, 0)], 64, Some(overlap())),
+        b(
+            "head_stride 0",
+            vec![v(2, 16, 0, 0)],
+            64,
+            Some(overlap(0, 0)),
+        ),
+        b(
+            "token_stride 0",
+            vec![v(2, 0, 8, 0)],
+            64,
+            Some(overlap(0, 0)),
+        ),
+        b(
+            "both strides 0",
+            vec![v(2, 0, 0, 0)],
+            64,
+            Some(overlap(0, 0)),
+        ),
         b(
             "head_stride < hd",
             vec![v(2, 16, 7, 0)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 0)),
         ),
-        b("head_stride 1", vec![v(4, 32, 1, 0)], 128, Some(overlap())),
+        b(
+            "head_stride 1",
+            vec![v(4, 32, 1, 0)],
+            128,
+            Some(overlap(0, 0)),
+        ),
         b(
             "token_stride < hd",
             vec![v(1, 7, 8, 0)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 0)),
         ),
         b(
             "head-major token_stride < hd",
             vec![v(2, 7, 3 * HD, 0)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 0)),
         ),
         b(
             "head-major head_stride < tokens·hd",
             vec![v(2, 8, 16, 0)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 0)),
         ),
         b(
             "token-major token_stride < n·hd",
             vec![v(3, 16, 8, 0)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 0)),
         ),
-        b("equal strides", vec![v(2, 8, 8, 0)], 64, Some(overlap())),
+        b(
+            "equal strides",
+            vec![v(2, 8, 8, 0)],
+            64,
+            Some(overlap(0, 0)),
+        ),
         // overlapping views
-        b("same view twice", vec![tm(2), tm(2)], 48, Some(overlap())),
+        b(
+            "same view twice",
+            vec![tm(2), tm(2)],
+            48,
+            Some(overlap(0, 1)),
+        ),
         b(
             "k overlaps q's last head",
             vec![v(2, 32, 8, 0), v(2, 32, 8, 8)],
             96,
-            Some(overlap()),
+            Some(overlap(0, 1)),
         ),
         b(
             "k shares one element",
             vec![v(1, 32, 8, 0), v(1, 32, 8, 7)],
             96,
-            Some(overlap()),
+            Some(overlap(0, 1)),
         ),
         b(
             "k wraps into next token's q",
             vec![v(2, 24, 8, 0), v(1, 24, 8, 20)],
             96,
-            Some(overlap()),
+            Some(overlap(0, 1)),
         ),
         b(
             "different strides, overlapping",
             vec![v(1, 8, 8, 0), v(1, 16, 8, 8)],
             64,
-            Some(overlap()),
+            Some(overlap(0, 1)),
         ),
         b(
             "token-major vs head-major",
             vec![tm(2), hm(2)],
             48,
-            Some(overlap()),
+            Some(overlap(0, 1)),
         ),
         b(
             "third view overlaps first",
             vec![v(1, 32, 8, 0), v(1, 32, 8, 8), v(1, 32, 8, 4)],
             96,
-            Some(overlap()),
+            Some(overlap(0, 2)),
         ),
         // zero heads
         b(
@@ -902,7 +938,10 @@ fn neox_fused_qkv_layout_in_one_call() {
     assert_bits(&y, &expected_views(&rope, &x, &[q, k], &pos), "one call");
     let mut w = x.clone();
     let k_off = v(heads, row, 3 * hd, hd - 1);
-    assert_eq!(rope.apply_views(&mut w, &[q, k_off], &pos), Err(overlap()));
+    assert_eq!(
+        rope.apply_views(&mut w, &[q, k_off], &pos),
+        Err(overlap(0, 1))
+    );
     assert_eq!(bits(&w), bits(&x));
 }
 
@@ -949,7 +988,7 @@ fn bug_single_token_huge_token_stride_overflows() {
         (r, x)
     });
     let (r, x) = r.expect("apply_views panicked (overflow in view::interleaved_disjoint)");
-    assert_eq!(r, Err(overlap()));
+    assert_eq!(r, Err(overlap(0, 1)));
     assert!(x.iter().all(|&e| e == 1.0));
 }
 

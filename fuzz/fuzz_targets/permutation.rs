@@ -1,4 +1,4 @@
-//! The layout permutation of `posenc::permute_*` is the right one, is invertible, and makes
+//! The layout permutation of `posenc::permute::permute_*` is the right one, is invertible, and makes
 //! the two RoPE layouts the same math.
 //!
 //! For a random shape (partial rotary included, rotary dims up to `MAX_ROTARY_DIM`), dtype
@@ -17,12 +17,13 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use posenc::{
-    Backend, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16, permute_to_interleaved,
-    permute_to_interleaved_in_place, permute_to_rotate_half, permute_to_rotate_half_in_place,
-    permute_weight_to_interleaved, permute_weight_to_interleaved_in_place,
-    permute_weight_to_rotate_half, permute_weight_to_rotate_half_in_place,
+use posenc::permute::{
+    permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
+    permute_to_rotate_half_in_place, permute_weight_to_interleaved,
+    permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
+    permute_weight_to_rotate_half_in_place,
 };
+use posenc::{Backend, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16};
 use posenc_fuzz::{
     DtypeSel, Fz, MAX_ELEMS, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
     positions, to_interleaved, to_rotate_half,

@@ -694,8 +694,9 @@ int posenc_alibi_positions_from_mask_i64(const int64_t *mask, size_t mask_len, i
 const char *posenc_error_message(int code);
 
 /**
- * The full message of the most recent failed call on the calling thread (e.g. "`x` has
- * length 6, expected 8"), or "" if no call on this thread has failed yet.
+ * The full message of the most recent failed call on the calling thread, in UTF-8 (e.g.
+ * "`x` has length 6, expected tokens × heads × head_dim = 1 × 2 × 4 = 8"), or "" if no call
+ * on this thread has failed yet.
  *
  * The string is NUL-terminated and never NULL. It is owned by the library and stays valid
  * until the next failing call on the same thread (or the thread's exit); copy it to keep it.

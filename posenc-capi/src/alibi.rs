@@ -3,7 +3,8 @@
 use crate::error::{Fail, run};
 use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{AlibiMode, AlibiPositions, bf16, f16};
+use posenc::alibi::{AlibiMode, Positions};
+use posenc::{bf16, f16};
 
 /// How the ALiBi bias depends on the query-key distance: one of the `POSENC_ALIBI_*` values.
 pub type PosencAlibiMode = u32;
@@ -70,11 +71,11 @@ impl Pos {
 
     /// # Safety
     /// A list's buffer is readable and unmodified for the call (the caller contract).
-    unsafe fn get<'a>(&self) -> AlibiPositions<'a> {
+    unsafe fn get<'a>(&self) -> Positions<'a> {
         match self {
             // SAFETY: checked by Raw::new; readable by this function's contract.
-            Pos::List(l) => AlibiPositions::List(unsafe { l.as_slice() }),
-            Pos::Range(start, len) => AlibiPositions::range(*start, *len),
+            Pos::List(l) => Positions::List(unsafe { l.as_slice() }),
+            Pos::Range(start, len) => Positions::range(*start, *len),
         }
     }
 }
@@ -91,7 +92,7 @@ unsafe fn slopes(n_heads: usize, max_bias: f32, out: *mut f32, out_len: usize) -
         // SAFETY: checked by Raw::new; writable and unaccessed by others (contract); the only
         // buffer of the call. posenc checks its length against `n_heads` before writing.
         let o = unsafe { o.as_mut_slice() };
-        Ok(posenc::alibi_slopes_max_bias(n_heads, max_bias, o)?)
+        Ok(posenc::alibi::alibi_slopes_max_bias(n_heads, max_bias, o)?)
     })
 }
 
@@ -165,7 +166,7 @@ unsafe fn bias<E: Dtype>(
         // SAFETY: checked by Raw::dtype; writable and unaccessed by others (contract);
         // disjoint from every input (checked above).
         let o = unsafe { o.as_mut_slice() };
-        Ok(posenc::alibi_bias(s, q, k, m, o)?)
+        Ok(posenc::alibi::alibi_bias(s, q, k, m, o)?)
     })
 }
 
@@ -253,7 +254,7 @@ unsafe fn from_mask<M: Copy + Into<i64>>(
         // SAFETY: checked by Raw::new; writable, unaccessed by others (contract); disjoint.
         // posenc checks `out_len == mask_len` before writing.
         let o = unsafe { o.as_mut_slice() };
-        Ok(posenc::alibi_positions_from_mask(m, o)?)
+        Ok(posenc::alibi::alibi_positions_from_mask(m, o)?)
     })
 }
 

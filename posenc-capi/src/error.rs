@@ -103,6 +103,9 @@ pub fn error_code(err: &posenc::Error) -> c_int {
         E::ShapeOverflow => POSENC_ERR_SHAPE_OVERFLOW,
         E::BackendUnavailable { .. } => POSENC_ERR_BACKEND_UNAVAILABLE,
         E::ParameterOutOfRange { .. } => POSENC_ERR_PARAMETER_OUT_OF_RANGE,
+        // No C entry point takes views; before it had a variant of its own this error was a
+        // `ParameterOutOfRange`, so it keeps that code.
+        E::ViewsOverlap { .. } => POSENC_ERR_PARAMETER_OUT_OF_RANGE,
         E::UnsupportedScaling { .. } => POSENC_ERR_UNSUPPORTED_SCALING,
         _ => POSENC_ERR_UNKNOWN,
     }
@@ -167,8 +170,9 @@ thread_local! {
     static LAST_DETAIL: RefCell<CString> = RefCell::new(CString::default());
 }
 
-/// The full message of the most recent failed call on the calling thread (e.g. "`x` has
-/// length 6, expected 8"), or "" if no call on this thread has failed yet.
+/// The full message of the most recent failed call on the calling thread, in UTF-8 (e.g.
+/// "`x` has length 6, expected tokens × heads × head_dim = 1 × 2 × 4 = 8"), or "" if no call
+/// on this thread has failed yet.
 ///
 /// The string is NUL-terminated and never NULL. It is owned by the library and stays valid
 /// until the next failing call on the same thread (or the thread's exit); copy it to keep it.

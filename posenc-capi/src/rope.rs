@@ -685,6 +685,10 @@ pub unsafe extern "C" fn posenc_rope_inv_freq(
                 what: "out",
                 expected: w.len(),
                 actual: out_len,
+                formula: posenc::Formula {
+                    names: &"rotary_dim/2",
+                    values: [w.len(), 0, 0],
+                },
             }));
         }
         // SAFETY: checked by Raw::new; writable (contract); disjoint from `rope`.
@@ -797,6 +801,10 @@ fn apply_table<T: posenc::Element>(
             what: "x",
             len: x.len(),
             row,
+            formula: posenc::Formula {
+                names: &"tokens × heads × head_dim",
+                values: [0, n_heads, head_dim],
+            },
         });
     }
     let tokens = x.len() / row;

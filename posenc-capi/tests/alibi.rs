@@ -2,7 +2,8 @@
 
 use core::ffi::{CStr, c_int};
 use core::ptr::{null, null_mut};
-use posenc::{AlibiMode, AlibiPositions, bf16, f16};
+use posenc::alibi::{AlibiMode, Positions};
+use posenc::{bf16, f16};
 use posenc_capi::*;
 
 fn list(p: &[i32]) -> PosencPositions {
@@ -38,13 +39,13 @@ fn slopes_match_posenc() {
             unsafe { posenc_alibi_slopes(n, a.as_mut_ptr(), n) },
             POSENC_OK
         );
-        posenc::alibi_slopes(n, &mut b).unwrap();
+        posenc::alibi::alibi_slopes(n, &mut b).unwrap();
         assert_eq!(a, b, "{n}");
         assert_eq!(
             unsafe { posenc_alibi_slopes_max_bias(n, 5.0, a.as_mut_ptr(), n) },
             POSENC_OK
         );
-        posenc::alibi_slopes_max_bias(n, 5.0, &mut b).unwrap();
+        posenc::alibi::alibi_slopes_max_bias(n, 5.0, &mut b).unwrap();
         assert_eq!(a, b, "{n}");
     }
     let mut s = [0f32; 4];
@@ -104,16 +105,13 @@ fn slope_errors_leave_out_unchanged() {
 fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
     let slopes = [0.5f32, 0.25, 0.0625];
     let (ql, kl) = ([3i32, -1], [0i32, 1, 2, 10, -4]);
-    let qs: [(PosencPositions, AlibiPositions); 2] = [
-        (list(&ql), AlibiPositions::List(&ql)),
-        (range(7, 2), AlibiPositions::range(7, 2)),
+    let qs: [(PosencPositions, Positions); 2] = [
+        (list(&ql), Positions::List(&ql)),
+        (range(7, 2), Positions::range(7, 2)),
     ];
-    let ks: [(PosencPositions, AlibiPositions); 2] = [
-        (list(&kl), AlibiPositions::List(&kl)),
-        (
-            range(i32::MAX - 2, 5),
-            AlibiPositions::range(i32::MAX - 2, 5),
-        ),
+    let ks: [(PosencPositions, Positions); 2] = [
+        (list(&kl), Positions::List(&kl)),
+        (range(i32::MAX - 2, 5), Positions::range(i32::MAX - 2, 5)),
     ];
     for (cm, m) in [
         (POSENC_ALIBI_SYMMETRIC, AlibiMode::Symmetric),
@@ -128,7 +126,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_f32(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(
                     a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
@@ -140,7 +138,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_f16(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
 
                 let mut a = vec![0u16; n];
@@ -149,7 +147,7 @@ fn bias_matches_posenc_every_dtype_mode_and_positions_kind() {
                     posenc_alibi_bias_bf16(slopes.as_ptr(), 3, cq, ck, cm, a.as_mut_ptr(), n)
                 };
                 assert_eq!(rc, POSENC_OK);
-                posenc::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
+                posenc::alibi::alibi_bias(&slopes, q, k, m, &mut b).unwrap();
                 assert_eq!(a, b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
             }
         }

@@ -646,6 +646,10 @@ fn every_posenc_error_variant_has_its_own_code() {
                 what: "x",
                 expected: 1,
                 actual: 2,
+                formula: posenc::Formula {
+                    names: &"",
+                    values: [0; 3],
+                },
             },
             POSENC_ERR_LENGTH_MISMATCH,
         ),
@@ -654,6 +658,10 @@ fn every_posenc_error_variant_has_its_own_code() {
                 what: "x",
                 len: 3,
                 row: 2,
+                formula: posenc::Formula {
+                    names: &"",
+                    values: [0; 3],
+                },
             },
             POSENC_ERR_NOT_WHOLE_ROWS,
         ),
@@ -689,6 +697,12 @@ fn every_posenc_error_variant_has_its_own_code() {
         assert_eq!(error_code(&e), code, "{e:?}");
         assert!(code < 0 && seen.insert(code), "{e:?}");
     }
+    // Overlapping views were a `ParameterOutOfRange` before they had a variant: same code.
+    let views = E::ViewsOverlap {
+        first: 0,
+        second: 1,
+    };
+    assert_eq!(error_code(&views), POSENC_ERR_PARAMETER_OUT_OF_RANGE);
 }
 
 #[test]
@@ -902,7 +916,7 @@ fn apply_errors_leave_x_unchanged() {
             fails(
                 f(&r, xp, 8, 1, p.as_ptr(), 1),
                 POSENC_ERR_LENGTH_MISMATCH,
-                "`x` has length 8, expected 4",
+                "`x` has length 8, expected tokens × heads × head_dim = 1 × 1 × 4 = 4",
             );
             fails(
                 f(&r, xp, 8, 0, p.as_ptr(), 2),

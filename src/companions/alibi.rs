@@ -4,7 +4,7 @@
 //! Also home of [`Positions`], the query/key position argument shared with the T5 buckets.
 
 use crate::element::Element;
-use crate::error::Error;
+use crate::error::{Error, Formula};
 
 /// Positions of the queries or keys of a block: an explicit list, or a contiguous range
 /// `start, start + 1, …, start + len − 1`.
@@ -16,12 +16,12 @@ use crate::error::Error;
 /// in posenc; distances `k − q` are formed in `i64`, so they never overflow.
 ///
 /// ```
-/// use posenc::AlibiPositions;
-/// let r = AlibiPositions::range(10, 3); // 10, 11, 12
+/// use posenc::alibi::Positions;
+/// let r = Positions::range(10, 3); // 10, 11, 12
 /// assert_eq!(r.len(), 3);
-/// let l: AlibiPositions = (&[4, 0, 7][..]).into();
-/// assert_eq!(l, AlibiPositions::List(&[4, 0, 7]));
-/// assert!(AlibiPositions::range(5, 0).is_empty());
+/// let l: Positions = (&[4, 0, 7][..]).into();
+/// assert_eq!(l, Positions::List(&[4, 0, 7]));
+/// assert!(Positions::range(5, 0).is_empty());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Positions<'a> {
@@ -41,7 +41,7 @@ impl<'a> Positions<'a> {
     /// The range `start .. start + len`.
     ///
     /// ```
-    /// assert_eq!(posenc::AlibiPositions::range(-2, 4).len(), 4);
+    /// assert_eq!(posenc::alibi::Positions::range(-2, 4).len(), 4);
     /// ```
     pub const fn range(start: i32, len: usize) -> Positions<'static> {
         Positions::Range { start, len }
@@ -50,7 +50,7 @@ impl<'a> Positions<'a> {
     /// How many positions.
     ///
     /// ```
-    /// assert_eq!(posenc::AlibiPositions::List(&[1, 2]).len(), 2);
+    /// assert_eq!(posenc::alibi::Positions::List(&[1, 2]).len(), 2);
     /// ```
     pub const fn len(&self) -> usize {
         match *self {
@@ -62,7 +62,7 @@ impl<'a> Positions<'a> {
     /// Whether there are no positions.
     ///
     /// ```
-    /// assert!(posenc::AlibiPositions::List(&[]).is_empty());
+    /// assert!(posenc::alibi::Positions::List(&[]).is_empty());
     /// ```
     pub const fn is_empty(&self) -> bool {
         self.len() == 0
@@ -138,12 +138,12 @@ pub(crate) fn block_len(heads: usize, q_len: usize, k_len: usize) -> Result<usiz
 /// keys a causal mask hides.
 ///
 /// ```
-/// use posenc::{alibi_bias, AlibiMode, AlibiPositions};
+/// use posenc::alibi::{alibi_bias, AlibiMode, Positions};
 /// let mut sym = [0f32; 3];
 /// let mut causal = [0f32; 3];
 /// // one head (slope 0.5), query at 1, keys at 0, 1, 2
-/// alibi_bias(&[0.5], &[1], AlibiPositions::range(0, 3), AlibiMode::Symmetric, &mut sym).unwrap();
-/// alibi_bias(&[0.5], &[1], AlibiPositions::range(0, 3), AlibiMode::Causal, &mut causal).unwrap();
+/// alibi_bias(&[0.5], &[1], Positions::range(0, 3), AlibiMode::Symmetric, &mut sym).unwrap();
+/// alibi_bias(&[0.5], &[1], Positions::range(0, 3), AlibiMode::Causal, &mut causal).unwrap();
 /// assert_eq!(sym, [-0.5, 0.0, -0.5]);
 /// assert_eq!(causal, [-0.5, 0.0, 0.5]);
 /// ```
@@ -180,10 +180,10 @@ pub enum AlibiMode {
 ///
 /// ```
 /// let mut slopes = [0f32; 12];
-/// posenc::alibi_slopes(12, &mut slopes).unwrap();
+/// posenc::alibi::alibi_slopes(12, &mut slopes).unwrap();
 /// assert_eq!(&slopes[..3], &[0.5, 0.25, 0.125]);
 /// assert_eq!(slopes[8], std::f32::consts::FRAC_1_SQRT_2); // 2^(-4/8)
-/// assert!(posenc::alibi_slopes(0, &mut []).is_err());
+/// assert!(posenc::alibi::alibi_slopes(0, &mut []).is_err());
 /// ```
 pub fn alibi_slopes(n_heads: usize, out: &mut [f32]) -> Result<(), Error> {
     alibi_slopes_max_bias(n_heads, 8.0, out)
@@ -198,9 +198,9 @@ pub fn alibi_slopes(n_heads: usize, out: &mut [f32]) -> Result<(), Error> {
 ///
 /// ```
 /// let mut s = [0f32; 4];
-/// posenc::alibi_slopes_max_bias(4, 4.0, &mut s).unwrap();
+/// posenc::alibi::alibi_slopes_max_bias(4, 4.0, &mut s).unwrap();
 /// assert_eq!(s, [0.5, 0.25, 0.125, 0.0625]); // 2^(-4(k+1)/4)
-/// assert!(posenc::alibi_slopes_max_bias(4, f32::NAN, &mut s).is_err());
+/// assert!(posenc::alibi::alibi_slopes_max_bias(4, f32::NAN, &mut s).is_err());
 /// ```
 pub fn alibi_slopes_max_bias(n_heads: usize, max_bias: f32, out: &mut [f32]) -> Result<(), Error> {
     if n_heads == 0 {
@@ -217,6 +217,7 @@ pub fn alibi_slopes_max_bias(n_heads: usize, max_bias: f32, out: &mut [f32]) -> 
             what: "out",
             expected: n_heads,
             actual: out.len(),
+            formula: Formula::one(&"n_heads", n_heads),
         });
     }
     // c = 2^floor(log2 n_heads): exact in f64 (a power of two).
@@ -282,12 +283,12 @@ fn check_slopes(slopes: &[f32]) -> Result<(), Error> {
 /// `out` of the wrong length ([`Error::LengthMismatch`]).
 ///
 /// ```
-/// use posenc::{alibi_bias, alibi_slopes, AlibiMode, AlibiPositions};
+/// use posenc::alibi::{alibi_bias, alibi_slopes, AlibiMode, Positions};
 /// let mut slopes = [0f32; 8];
 /// alibi_slopes(8, &mut slopes).unwrap();
 /// // Decode step: the query at position 4 against the 5 cached keys 0..=4, in bf16.
 /// let mut bias = vec![posenc::bf16::ZERO; 8 * 1 * 5];
-/// let (q, k) = (AlibiPositions::range(4, 1), AlibiPositions::range(0, 5));
+/// let (q, k) = (Positions::range(4, 1), Positions::range(0, 5));
 /// alibi_bias(&slopes, q, k, AlibiMode::Causal, &mut bias).unwrap();
 /// assert_eq!(bias[0].to_f32(), -2.0); // head 0 (slope 1/2), key 0: 0.5 · (0 − 4)
 /// assert_eq!(bias[4].to_f32(), 0.0); // the query's own key
@@ -307,6 +308,7 @@ pub fn alibi_bias<'q, 'k, T: Element>(
             what: "out",
             expected,
             actual: out.len(),
+            formula: Formula::three(&"heads × queries × keys", [slopes.len(), q.len(), k.len()]),
         });
     }
     if out.is_empty() {
@@ -347,7 +349,7 @@ pub fn alibi_bias<'q, 'k, T: Element>(
 /// `i32::MAX + 1` ([`Error::ShapeOverflow`], positions would not fit in `i32`).
 ///
 /// ```
-/// use posenc::{alibi_bias, alibi_positions_from_mask, alibi_slopes, AlibiMode};
+/// use posenc::alibi::{alibi_bias, alibi_positions_from_mask, alibi_slopes, AlibiMode};
 /// let mask = [0i64, 0, 1, 1, 1]; // left-padded row
 /// let mut pos = [0i32; 5];
 /// alibi_positions_from_mask(&mask, &mut pos).unwrap();
@@ -367,6 +369,7 @@ pub fn alibi_positions_from_mask<M: Copy + Into<i64>>(
             what: "out",
             expected: mask.len(),
             actual: out.len(),
+            formula: Formula::one(&"mask.len()", mask.len()),
         });
     }
     if mask.len() as u64 > i32::MAX as u64 + 1 {

@@ -2,8 +2,8 @@
 //! buckets, interleaved ↔ rotate_half permutations, the RoPE settings of published models, and
 //! loading them from a checkpoint's `config.json` or GGUF metadata. Each uses the core's types; the core never imports a companion.
 
-pub(crate) mod alibi;
+pub mod alibi;
 pub mod load;
-pub(crate) mod permute;
+pub mod permute;
 pub mod presets;
-pub(crate) mod t5;
+pub mod t5;

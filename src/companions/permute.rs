@@ -28,7 +28,7 @@
 //! * **V and O** are never permuted; permuting twice in the same direction is not the identity
 //!   (the inverse is the other function).
 
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::scaling::MAX_ROTARY_DIM;
 
 #[derive(Clone, Copy)]
@@ -90,7 +90,12 @@ fn check_rows(
 ) -> Result<(), Error> {
     let row = check_dims(n_heads, head_dim, rotary_dim)?;
     if !len.is_multiple_of(row) {
-        return Err(Error::NotWholeRows { what, len, row });
+        return Err(Error::NotWholeRows {
+            what,
+            len,
+            row,
+            formula: Formula::three(&"tokens × heads × head_dim", [0, n_heads, head_dim]),
+        });
     }
     Ok(())
 }
@@ -111,6 +116,10 @@ fn check_weight(
             what,
             expected,
             actual: len,
+            formula: Formula::three(
+                &"heads × head_dim × in_features",
+                [n_heads, head_dim, in_features],
+            ),
         });
     }
     Ok(())
@@ -122,6 +131,7 @@ fn check_dst(src_len: usize, dst_len: usize) -> Result<(), Error> {
             what: "dst",
             expected: src_len,
             actual: dst_len,
+            formula: Formula::one(&"src.len()", src_len),
         });
     }
     Ok(())
@@ -258,7 +268,7 @@ fn swap_channels<T>(block: &mut [T], a: usize, b: usize, width: usize) {
 /// [`Error::NotWholeRows`] (`src` is not whole rows), [`Error::LengthMismatch`] (`dst`).
 ///
 /// ```
-/// use posenc::{permute_to_interleaved, permute_to_rotate_half};
+/// use posenc::permute::{permute_to_interleaved, permute_to_rotate_half};
 /// // one token, one head, head_dim 6, rotary_dim 4: channels 4 and 5 pass through
 /// let x = [0, 1, 2, 3, 4, 5];
 /// let mut y = [0; 6];
@@ -286,7 +296,7 @@ pub fn permute_to_rotate_half<T: Copy>(
 /// `2i+1`). Shapes and errors as there.
 ///
 /// ```
-/// use posenc::permute_to_interleaved;
+/// use posenc::permute::permute_to_interleaved;
 /// let x = [0.0f32, 1.0, 2.0, 3.0, 10.0, 11.0, 12.0, 13.0]; // 2 heads, head_dim 4
 /// let mut y = [0.0; 8];
 /// permute_to_interleaved(&x, &mut y, 2, 4, 4).unwrap();
@@ -310,7 +320,7 @@ pub fn permute_to_interleaved<T: Copy>(
 ///
 /// ```
 /// let mut x = [0u8, 1, 2, 3, 4, 5, 6, 7];
-/// posenc::permute_to_rotate_half_in_place(&mut x, 1, 8, 8).unwrap();
+/// posenc::permute::permute_to_rotate_half_in_place(&mut x, 1, 8, 8).unwrap();
 /// assert_eq!(x, [0, 2, 4, 6, 1, 3, 5, 7]);
 /// ```
 pub fn permute_to_rotate_half_in_place<T: Copy>(
@@ -330,7 +340,7 @@ pub fn permute_to_rotate_half_in_place<T: Copy>(
 ///
 /// ```
 /// let mut x = [0u8, 2, 4, 6, 1, 3, 5, 7];
-/// posenc::permute_to_interleaved_in_place(&mut x, 1, 8, 8).unwrap();
+/// posenc::permute::permute_to_interleaved_in_place(&mut x, 1, 8, 8).unwrap();
 /// assert_eq!(x, [0, 1, 2, 3, 4, 5, 6, 7]);
 /// ```
 pub fn permute_to_interleaved_in_place<T: Copy>(
@@ -359,7 +369,7 @@ pub fn permute_to_interleaved_in_place<T: Copy>(
 /// `n_heads · head_dim · in_features` long ([`Error::LengthMismatch`], `what = "src"`).
 ///
 /// ```
-/// use posenc::permute_weight_to_rotate_half;
+/// use posenc::permute::permute_weight_to_rotate_half;
 /// // 1 head, head_dim 4, in_features 2: rows r0..r3 become r0, r2, r1, r3
 /// let w = [0, 0, 1, 1, 2, 2, 3, 3];
 /// let mut hf = [0; 8];
@@ -395,7 +405,7 @@ pub fn permute_weight_to_rotate_half<T: Copy>(
 /// ggml's interleaved rope. Shapes and errors as there.
 ///
 /// ```
-/// use posenc::permute_weight_to_interleaved;
+/// use posenc::permute::permute_weight_to_interleaved;
 /// let hf = [0, 0, 2, 2, 1, 1, 3, 3];
 /// let mut gguf = [0; 8];
 /// permute_weight_to_interleaved(&hf, &mut gguf, 1, 4, 4, 2).unwrap();
@@ -431,7 +441,7 @@ pub fn permute_weight_to_interleaved<T: Copy>(
 ///
 /// ```
 /// let mut w = [0, 0, 1, 1, 2, 2, 3, 3];
-/// posenc::permute_weight_to_rotate_half_in_place(&mut w, 1, 4, 4, 2).unwrap();
+/// posenc::permute::permute_weight_to_rotate_half_in_place(&mut w, 1, 4, 4, 2).unwrap();
 /// assert_eq!(w, [0, 0, 2, 2, 1, 1, 3, 3]);
 /// ```
 pub fn permute_weight_to_rotate_half_in_place<T: Copy>(
@@ -455,7 +465,7 @@ pub fn permute_weight_to_rotate_half_in_place<T: Copy>(
 ///
 /// ```
 /// let mut w = [0, 0, 2, 2, 1, 1, 3, 3];
-/// posenc::permute_weight_to_interleaved_in_place(&mut w, 1, 4, 4, 2).unwrap();
+/// posenc::permute::permute_weight_to_interleaved_in_place(&mut w, 1, 4, 4, 2).unwrap();
 /// assert_eq!(w, [0, 0, 1, 1, 2, 2, 3, 3]);
 /// ```
 pub fn permute_weight_to_interleaved_in_place<T: Copy>(

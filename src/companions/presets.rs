@@ -44,7 +44,7 @@
 //!   `apply_rotary_pos_emb_interleave` reads the same pairs but writes its output
 //!   de-interleaved (rotate_half order): the dot products `q·k` are identical, only the channel
 //!   order differs. To reproduce HF's tensors byte for byte, permute the rotated output with
-//!   [`permute_to_rotate_half`](crate::permute_to_rotate_half) (or permute the input and use
+//!   [`permute_to_rotate_half`](crate::permute::permute_to_rotate_half) (or permute the input and use
 //!   [`Layout::RotateHalf`]; both layouts are the same math). When `q_pe` sits at channels
 //!   128..192 of a 192-channel query head, use
 //!   `RopeConfig { head_dim: 192, rotary_offset: 128, ..DEEPSEEK_V3.config() }` instead of

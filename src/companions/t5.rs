@@ -2,8 +2,11 @@
 //! `T5Attention._relative_position_bucket` computes them, and the bias gather a runtime does
 //! with them.
 
-use super::alibi::{Positions, block_len};
-use crate::error::Error;
+/// The query/key positions of a block (lists or ranges), shared with ALiBi: the same type
+/// as [`alibi::Positions`](crate::alibi::Positions).
+pub use super::alibi::Positions;
+use super::alibi::block_len;
+use crate::error::{Error, Formula};
 
 /// A validated T5 bucketing: `num_buckets`, `max_distance`, and whether attention is
 /// bidirectional (encoder) or causal (decoder).
@@ -36,7 +39,7 @@ use crate::error::Error;
 /// configuration error.
 ///
 /// ```
-/// use posenc::T5Buckets;
+/// use posenc::t5::T5Buckets;
 /// let enc = T5Buckets::new(true, 32, 128).unwrap(); // T5 encoder: HF's defaults
 /// assert_eq!(enc, T5Buckets::default());
 /// assert_eq!(enc.bucket(0), 0);
@@ -68,7 +71,7 @@ impl Default for T5Buckets {
     /// Bidirectional, 32 buckets, `max_distance` 128: HF's defaults, the T5 encoder.
     ///
     /// ```
-    /// assert_eq!(posenc::T5Buckets::default().num_buckets(), 32);
+    /// assert_eq!(posenc::t5::T5Buckets::default().num_buckets(), 32);
     /// ```
     fn default() -> Self {
         T5Buckets {
@@ -87,7 +90,7 @@ impl T5Buckets {
     /// Validates a bucketing; see the type's documentation for the rules.
     ///
     /// ```
-    /// use posenc::T5Buckets;
+    /// use posenc::t5::T5Buckets;
     /// assert!(T5Buckets::new(false, 32, 128).is_ok());
     /// assert!(T5Buckets::new(true, 33, 128).is_err()); // odd, bidirectional
     /// assert!(T5Buckets::new(true, 32, 8).is_err());   // max_distance ≤ max_exact (8)
@@ -141,7 +144,7 @@ impl T5Buckets {
     /// Whether keys after the query get their own buckets (encoder) or not (decoder).
     ///
     /// ```
-    /// assert!(posenc::T5Buckets::default().bidirectional());
+    /// assert!(posenc::t5::T5Buckets::default().bidirectional());
     /// ```
     pub fn bidirectional(&self) -> bool {
         self.bidirectional
@@ -150,7 +153,7 @@ impl T5Buckets {
     /// The number of buckets (rows of the bias embedding).
     ///
     /// ```
-    /// assert_eq!(posenc::T5Buckets::new(false, 32, 128).unwrap().num_buckets(), 32);
+    /// assert_eq!(posenc::t5::T5Buckets::new(false, 32, 128).unwrap().num_buckets(), 32);
     /// ```
     pub fn num_buckets(&self) -> u32 {
         self.num_buckets
@@ -159,7 +162,7 @@ impl T5Buckets {
     /// The distance from which every farther one shares the last bucket.
     ///
     /// ```
-    /// assert_eq!(posenc::T5Buckets::default().max_distance(), 128);
+    /// assert_eq!(posenc::t5::T5Buckets::default().max_distance(), 128);
     /// ```
     pub fn max_distance(&self) -> u32 {
         self.max_distance
@@ -168,7 +171,7 @@ impl T5Buckets {
     /// The bucket of `relative_position = key − query`, in `0 .. num_buckets`.
     ///
     /// ```
-    /// let b = posenc::T5Buckets::default();
+    /// let b = posenc::t5::T5Buckets::default();
     /// assert_eq!(b.bucket(-7), 7);  // exact buckets: 0..8
     /// assert_eq!(b.bucket(-8), 8);  // first logarithmic bucket
     /// assert_eq!(b.bucket(i32::MIN), 15);
@@ -206,10 +209,11 @@ impl T5Buckets {
     /// Errors (nothing written): [`Error::ShapeOverflow`], [`Error::LengthMismatch`].
     ///
     /// ```
-    /// use posenc::{AlibiPositions, T5Buckets};
+    /// use posenc::alibi::Positions;
+    /// use posenc::t5::T5Buckets;
     /// let dec = T5Buckets::new(false, 32, 128).unwrap();
     /// let mut out = [0u32; 3 * 3];
-    /// dec.fill(AlibiPositions::range(0, 3), AlibiPositions::range(0, 3), &mut out).unwrap();
+    /// dec.fill(Positions::range(0, 3), Positions::range(0, 3), &mut out).unwrap();
     /// assert_eq!(out, [0, 0, 0,
     ///                  1, 0, 0,
     ///                  2, 1, 0]);
@@ -227,6 +231,7 @@ impl T5Buckets {
                 what: "out",
                 expected,
                 actual: out.len(),
+                formula: Formula::two(&"queries × keys", [q.len(), k.len()]),
             });
         }
         if out.is_empty() {
@@ -251,12 +256,13 @@ impl T5Buckets {
     /// [`Error::LengthMismatch`] for `table` or `out`.
     ///
     /// ```
-    /// use posenc::{AlibiPositions, T5Buckets};
+    /// use posenc::alibi::Positions;
+    /// use posenc::t5::T5Buckets;
     /// let b = T5Buckets::new(true, 4, 8).unwrap(); // buckets: 0 same, 1 before, 3 after
     /// // 4 buckets × 2 heads: head 0 = bucket id, head 1 = 10 × bucket id
     /// let table = [0.0f32, 0.0, 1.0, 10.0, 2.0, 20.0, 3.0, 30.0];
     /// let mut out = [0f32; 2 * 1 * 3];
-    /// b.fill_bias(&table, 2, &[1], AlibiPositions::range(0, 3), &mut out).unwrap();
+    /// b.fill_bias(&table, 2, &[1], Positions::range(0, 3), &mut out).unwrap();
     /// assert_eq!(out, [1.0, 0.0, 3.0, 10.0, 0.0, 30.0]);
     /// ```
     pub fn fill_bias<'q, 'k, T: Copy>(
@@ -279,6 +285,7 @@ impl T5Buckets {
                 what: "table",
                 expected: table_len,
                 actual: table.len(),
+                formula: Formula::two(&"num_buckets × heads", [self.num_buckets as usize, n_heads]),
             });
         }
         let expected = block_len(n_heads, q.len(), k.len())?;
@@ -287,6 +294,7 @@ impl T5Buckets {
                 what: "out",
                 expected,
                 actual: out.len(),
+                formula: Formula::three(&"heads × queries × keys", [n_heads, q.len(), k.len()]),
             });
         }
         if out.is_empty() {
@@ -326,10 +334,10 @@ fn ln_f32(x: f32) -> f32 {
 ///
 /// ```
 /// // HF defaults (bidirectional, 32, 128): the query's own key, one before, one after.
-/// assert_eq!(posenc::t5_bucket(0, true, 32, 128), Ok(0));
-/// assert_eq!(posenc::t5_bucket(-1, true, 32, 128), Ok(1));
-/// assert_eq!(posenc::t5_bucket(1, true, 32, 128), Ok(17));
-/// assert!(posenc::t5_bucket(1, true, 2, 128).is_err());
+/// assert_eq!(posenc::t5::t5_bucket(0, true, 32, 128), Ok(0));
+/// assert_eq!(posenc::t5::t5_bucket(-1, true, 32, 128), Ok(1));
+/// assert_eq!(posenc::t5::t5_bucket(1, true, 32, 128), Ok(17));
+/// assert!(posenc::t5::t5_bucket(1, true, 2, 128).is_err());
 /// ```
 pub fn t5_bucket(
     relative_position: i32,

@@ -44,7 +44,8 @@ impl<T: Element> Kernel for Axpb<'_, T> {
 /// machine.
 ///
 /// ```
-/// use posenc::{memory_ceiling_pass, Backend};
+/// use posenc::Backend;
+/// use posenc::bench::memory_ceiling_pass;
 /// let mut x = [1.0f32, 2.0, 3.0];
 /// memory_ceiling_pass(Backend::active(), &mut x, 2.0, 0.5).unwrap();
 /// assert_eq!(x, [2.5, 4.5, 6.5]);

@@ -11,7 +11,7 @@ mod spec;
 
 use crate::element::Element;
 use crate::engine::dispatch::is_available;
-use crate::error::Error;
+use crate::error::{Error, Formula};
 use crate::types::{Backend, SinusoidalLayout};
 use spec::{Rows, SinSpec};
 
@@ -247,6 +247,7 @@ impl Sinusoidal {
                 what: "out",
                 len: out.len(),
                 row: self.spec.d_model,
+                formula: Formula::two(&"positions × d_model", [0, self.spec.d_model]),
             });
         }
         self.run(out, Rows::From(first_position), false);
@@ -262,6 +263,7 @@ impl Sinusoidal {
                 what,
                 expected,
                 actual: len,
+                formula: Formula::two(&"positions × d_model", [n, self.spec.d_model]),
             });
         }
         Ok(())
@@ -341,6 +343,7 @@ pub fn fairseq_positions(
             what: "out",
             expected: input_ids.len(),
             actual: out.len(),
+            formula: Formula::one(&"input_ids.len()", input_ids.len()),
         });
     }
     let real = input_ids.iter().filter(|&&t| t != padding_idx).count() as i64;

@@ -1,10 +1,8 @@
 //! Instantiates posenc's x86 tier entry points for every dtype (see Cargo.toml). Running it
 //! is harmless (it prints one line per backend); `.ci/check-asm.sh` only disassembles it.
 
-use posenc::{
-    Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16,
-    memory_ceiling_pass,
-};
+use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
+use posenc::bench::memory_ceiling_pass;
 use std::hint::black_box;
 
 fn every_entry_point<T: Element>(backend: Backend) -> f32 {

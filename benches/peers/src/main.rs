@@ -422,7 +422,7 @@ fn run<T: Ty>(layout: Layout, pool1: &rayon::ThreadPool, pool2: &rayon::ThreadPo
                 let mut x3 = input.clone();
                 let mut ceiling = || {
                     split(par, black_box(&mut x3), t, &|x, _, _, _| {
-                        posenc::memory_ceiling_pass(active, x, 1.0, 0.0).unwrap()
+                        posenc::bench::memory_ceiling_pass(active, x, 1.0, 0.0).unwrap()
                     })
                 };
                 let mut candle = || drop(black_box(candle_main(&x_thd, &x_htd)));

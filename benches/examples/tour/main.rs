@@ -1,4 +1,4 @@
-//! The posenc tour — start here: `cargo run --release --example tour`.
+//! The posenc tour — start here: `cargo run --release -p posenc-benches --example tour`.
 //!
 //! On the attention shapes of Llama-3.1-8B (32 query heads, 8 KV heads, head_dim 128,
 //! rope_theta 500000, llama3 frequency scaling, rotate_half) in f32 and bf16, it
@@ -67,21 +67,9 @@ fn main() {
          positions 0..{PREFILL}; decode: 1 token at position {DECODE_POS}"
     );
     println!(
-        "   (times of one cold call each, on the active backend; section 5 measures properly)"
-    );
-    println!(
-        "   {:<6} q+k prefill {:>9} in {:>9}    decode {:>9}",
-        "f32",
+        "   rotated: f32 q+k {}, bf16 q+k {} (section 5 times apply; this one is not timed)",
         mib(f32_data.bytes()),
-        fmt_dur(f32_data.prefill_time),
-        fmt_dur(f32_data.decode_time)
-    );
-    println!(
-        "   {:<6} q+k prefill {:>9} in {:>9}    decode {:>9}",
-        "bf16",
         mib(bf16_data.bytes()),
-        fmt_dur(bf16_data.prefill_time),
-        fmt_dur(bf16_data.decode_time)
     );
     // A one-hot head shows what a rotation is: pair 0 (dims 0 and 64) has ω = 1 rad/token.
     let mut e = vec![0.0f32; HEAD_DIM];
@@ -154,8 +142,6 @@ struct Qk<T> {
     dq: Vec<T>,
     dq_rot: Vec<T>,
     positions: Vec<i32>,
-    prefill_time: Duration,
-    decode_time: Duration,
 }
 
 impl<T: Element> Qk<T> {
@@ -164,13 +150,9 @@ impl<T: Element> Qk<T> {
         let k: Vec<T> = rng.vec(positions.len() * KV_HEADS * HEAD_DIM);
         let dq: Vec<T> = rng.vec(Q_HEADS * HEAD_DIM);
         let (mut q_rot, mut k_rot, mut dq_rot) = (q.clone(), k.clone(), dq.clone());
-        let t = Instant::now();
         rope.apply(&mut q_rot, Q_HEADS, positions).unwrap();
         rope.apply(&mut k_rot, KV_HEADS, positions).unwrap();
-        let prefill_time = t.elapsed();
-        let t = Instant::now();
         rope.apply(&mut dq_rot, Q_HEADS, &[DECODE_POS]).unwrap();
-        let decode_time = t.elapsed();
         Qk {
             q,
             k,
@@ -179,8 +161,6 @@ impl<T: Element> Qk<T> {
             dq,
             dq_rot,
             positions: positions.to_vec(),
-            prefill_time,
-            decode_time,
         }
     }
 
@@ -682,10 +662,11 @@ fn median_time(mut f: impl FnMut()) -> Duration {
 fn speed<T: Element>(rope: &Rope) {
     let active = Backend::active();
     if T::DTYPE == Dtype::F32 {
+        println!("   q only (the prefill is section 2's q). GB/s = bytes of x / time;");
         println!(
-            "   GB/s = bytes of x / time; × ceiling = time / ceiling time (1.0 = memory speed);"
+            "   ratio = ceiling time / time, as in the README (1.0 = memory speed, below 1 slower"
         );
-        println!("   speedup = scalar time / active time.");
+        println!("   than the ceiling); speedup = scalar time / active time.");
         println!();
         println!(
             "   {:<20} {:<5} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8}",
@@ -695,7 +676,7 @@ fn speed<T: Element>(rope: &Rope) {
             "scalar",
             "ceiling",
             "GB/s",
-            "× ceiling",
+            "ratio",
             "speedup"
         );
     }
@@ -732,18 +713,18 @@ fn speed<T: Element>(rope: &Rope) {
             fmt_dur(t_scalar),
             fmt_dur(t_ceiling),
             bytes / t_active.as_nanos() as f64,
-            t_active.as_secs_f64() / t_ceiling.as_secs_f64(),
+            t_ceiling.as_secs_f64() / t_active.as_secs_f64(),
             t_scalar.as_secs_f64() / t_active.as_secs_f64(),
         );
     }
 }
 
-/// The memory ceiling: `posenc::memory_ceiling_pass`, one in-place `x = x·a + b` pass over the
+/// The memory ceiling: `posenc::bench::memory_ceiling_pass`, one in-place `x = x·a + b` pass over the
 /// same bytes with the active backend's own loads, stores and fused multiply-add. `x` stays in
 /// [1, 2]: a = −1, b = 3 map it onto itself.
 fn axpb<T: Element>(x: &mut [T]) {
     let (a, b) = (black_box(-1.0f32), black_box(3.0f32));
-    posenc::memory_ceiling_pass(Backend::active(), black_box(x), a, b).unwrap();
+    posenc::bench::memory_ceiling_pass(Backend::active(), black_box(x), a, b).unwrap();
 }
 
 // ----------------------------------------------------------------------------------------

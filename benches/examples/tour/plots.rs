@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 type Res<T> = Result<T, Box<dyn Error>>;
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 
-/// DejaVu Sans 2.37; license in examples/assets/DejaVuSans-LICENSE.txt.
+/// DejaVu Sans 2.37; license in benches/examples/assets/DejaVuSans-LICENSE.txt.
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const SANS: &str = "sans-serif";
 
@@ -65,11 +65,12 @@ pub fn write_all(rope: &Rope) -> Res<Vec<(PathBuf, &'static str)>> {
     Ok(written)
 }
 
-/// `$CARGO_TARGET_DIR/posenc-tour` when that is set, else `target/posenc-tour` in the crate.
+/// `$CARGO_TARGET_DIR/posenc-tour` when that is set, else `target/posenc-tour` in the
+/// workspace (this package is `benches/` inside it).
 fn out_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
         .join("posenc-tour")
 }
 
@@ -550,7 +551,7 @@ fn angle_error(path: &Path, rope: &Rope) -> Res<()> {
         &[
             "f32 product: rounding p·ω to f32 costs up to 2⁻²⁴·p·ω ≈ 6e-8·p·ω rad;",
             "its dips are positions p = 2ᵏ, where f32(p)·ω is exact.",
-            "posenc: p·ω exact in f64 (|p| < 2²⁹), reduced mod 2π in f64.",
+            "posenc: within 2.4e-7 for every |p| < 2²⁴ (its contract; p·ω formed and reduced in f64).",
         ],
     )?;
     root.present()?;
