@@ -3,16 +3,16 @@
 //!
 //! Why two q registers per vector: the 16-bit formats then load and store 8 values (one q
 //! register) at a time, and convert them with one widening pair (`fcvtl`/`fcvtl2`,
-//! `shll`/`shll2`) and one narrowing pair (`fcvtn`/`fcvtn2`, `uzp2`); the driver's per-vector
-//! bookkeeping is paid once per 8 lanes, as on AVX2 (llvm-mca on the Rotate loop,
-//! `benches/LOG.md`).
+//! `shll`/`shll2`) and one narrowing pair (`fcvtn`/`fcvtn2`, `uzp2`/`uzp1`), and the driver's
+//! per-vector bookkeeping is paid once per 8 lanes, as on AVX2. (A 4-lane variant was not
+//! built; `benches/LOG.md` has llvm-mca's prediction for this one.)
 //!
 //! The f16 conversions are the base ARMv8 `fcvtl`/`fcvtn` instructions, round to nearest
 //! even by the default FPCR (subnormals kept, NaN quieted with its payload's top bits,
 //! overflow to infinity): `half`'s bits. They are written as inline assembly because their
 //! `core::arch` forms (`vcvt_f32_f16`, …) need the `float16x4_t` type, newer than this
 //! crate's minimum Rust. bf16 has no base instruction, so its rounding is integer arithmetic
-//! ([`Neon::bf16_hi`]).
+//! on the 16-bit halves ([`Neon::narrow_bf16`]).
 //!
 //! `mul_add` is `fmla`/`fmls` (one rounding), so rotations agree with the scalar tier within
 //! the documented bound, exactly like the x86 tiers; every other method is one IEEE operation
@@ -44,7 +44,12 @@ impl Neon {
 }
 
 /// The NEON entry point: every kernel is instantiated here, where it inlines with the tier's
-/// features enabled (`.ci/check-asm.sh` disassembles each instantiation).
+/// features enabled (`.ci/check-asm.sh` disassembles each instantiation). Marked
+/// `#[inline(never)]`: NEON is a baseline feature of aarch64 targets, so LLVM would otherwise
+/// merge this function into `dispatch` and leave no symbol to check (the call costs one per
+/// public call). LLVM still merges the smallest instantiations (the memory ceiling's) into
+/// their callers, which have the same features; check-asm checks those callers instead.
+#[inline(never)]
 #[target_feature(enable = "neon")]
 fn run<K: Kernel>(t: Neon, k: K) -> K::Output {
     k.run(t)
@@ -128,14 +133,7 @@ impl Simd for Neon {
     }
     #[inline(always)]
     fn round_bf16(self, v: F32x8) -> F32x8 {
-        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
-        unsafe {
-            let keep = vdupq_n_u32(0xffff_0000);
-            F32x8(
-                vreinterpretq_f32_u32(vandq_u32(self.bf16_hi(v.0), keep)),
-                vreinterpretq_f32_u32(vandq_u32(self.bf16_hi(v.1), keep)),
-            )
-        }
+        self.widen_bf16(self.narrow_bf16(v))
     }
 
     #[inline(always)]
@@ -210,28 +208,15 @@ impl Simd for Neon {
     unsafe fn ld_bf16(self, src: *const half::bf16) -> F32x8 {
         // SAFETY: the token proves NEON; `src .. src + 8` (16 bytes) is readable (the caller's
         // precondition).
-        unsafe {
-            // The bits moved into place (a signalling NaN stays signalling: see the trait):
-            // `shll`/`shll2` by 16 put value `i` in the high half of lane `i`, zeros below.
-            let h = vld1q_u16(src.cast());
-            F32x8(
-                vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(h))),
-                vreinterpretq_f32_u32(vshll_high_n_u16::<16>(h)),
-            )
-        }
+        let h = unsafe { vld1q_u16(src.cast()) };
+        self.widen_bf16(h)
     }
     #[inline(always)]
     unsafe fn st_bf16(self, v: F32x8, dst: *mut half::bf16) {
+        let h = self.narrow_bf16(v);
         // SAFETY: the token proves NEON; `dst .. dst + 8` (16 bytes) is writable (the caller's
         // precondition).
-        unsafe {
-            // The high halves of the 8 lanes (the odd u16 elements, little-endian), in order.
-            let packed = vuzp2q_u16(
-                vreinterpretq_u16_u32(self.bf16_hi(v.0)),
-                vreinterpretq_u16_u32(self.bf16_hi(v.1)),
-            );
-            vst1q_u16(dst.cast(), packed)
-        }
+        unsafe { vst1q_u16(dst.cast(), h) }
     }
     #[inline(always)]
     unsafe fn ld_d(self, p: *const f64) -> F64x4 {
@@ -367,22 +352,50 @@ impl Neon {
         h
     }
 
-    /// The bf16 bit pattern of each lane in the high 16 bits of a 32-bit lane (the low 16
-    /// bits are left over from the rounding; callers drop them): round to nearest even, the
-    /// high half of `x + 0x7fff + lsb`; NaN quieted, the high half of `x | 0x0040_0000`.
-    /// Exactly `half::bf16::from_f32`.
+    /// 8 bf16 bit patterns widened to f32 by moving the bits into place (`shll`/`shll2` by
+    /// 16: value `i` in the high half of lane `i`, zeros below). A signalling NaN stays
+    /// signalling (see the trait).
     #[inline(always)]
-    fn bf16_hi(self, v: float32x4_t) -> uint32x4_t {
+    fn widen_bf16(self, h: uint16x8_t) -> F32x8 {
         // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
         unsafe {
-            let x = vreinterpretq_u32_f32(v);
-            // `usra`: (x + 0x7fff) + lsb, lsb = bit 16 of x, moved to bit 31 and shifted down.
-            let rounded =
-                vsraq_n_u32::<31>(vaddq_u32(x, vdupq_n_u32(0x7fff)), vshlq_n_u32::<15>(x));
-            let quiet = vorrq_u32(x, vdupq_n_u32(0x0040_0000));
-            // All ones where `v` is a number (a NaN is unequal to itself).
-            let number = vceqq_f32(v, v);
-            vbslq_u32(number, rounded, quiet)
+            F32x8(
+                vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(h))),
+                vreinterpretq_f32_u32(vshll_high_n_u16::<16>(h)),
+            )
+        }
+    }
+
+    /// The 8 lanes rounded to bf16 bit patterns exactly as `half::bf16::from_f32`: round to
+    /// nearest even (the high half of `x + 0x7fff + lsb`), NaN quieted (the high half of
+    /// `x | 0x0040_0000`).
+    ///
+    /// Worked on the 16-bit halves of the 8 lanes, 8 at a time: `uzp2`/`uzp1` split the high
+    /// halves (the truncated bf16) from the low ones (the bits rounding drops), and the carry
+    /// of `x + 0x7fff + lsb` out of the low half is the compare `lo + lsb > 0x8000`. This
+    /// takes fewer vector operations than rounding each 32-bit lane and gathering the high
+    /// halves afterwards (llvm-mca on the bf16 Rotate loop, `benches/LOG.md`).
+    #[inline(always)]
+    fn narrow_bf16(self, v: F32x8) -> uint16x8_t {
+        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
+        unsafe {
+            let (a, b) = (vreinterpretq_u16_f32(v.0), vreinterpretq_u16_f32(v.1));
+            let hi = vuzp2q_u16(a, b);
+            let lo = vuzp1q_u16(a, b);
+            // Round up iff `lo > 0x8000 − lsb` (no wrap: the right side is ≥ 0x7fff); `up` is
+            // all ones (−1) there, so `hi − up` is `hi + 1`, carrying into the exponent
+            // (overflow to infinity) exactly as the 32-bit sum does.
+            let lsb = vandq_u16(hi, vdupq_n_u16(1));
+            let up = vcgtq_u16(lo, vsubq_u16(vdupq_n_u16(0x8000), lsb));
+            let rounded = vsubq_u16(hi, up);
+            let quiet = vorrq_u16(hi, vdupq_n_u16(0x0040));
+            // All ones where the lane is a number (a NaN is unequal to itself), narrowed to
+            // the 16-bit halves like `hi`.
+            let number = vuzp1q_u16(
+                vreinterpretq_u16_u32(vceqq_f32(v.0, v.0)),
+                vreinterpretq_u16_u32(vceqq_f32(v.1, v.1)),
+            );
+            vbslq_u16(number, rounded, quiet)
         }
     }
 }
@@ -394,12 +407,14 @@ mod tests {
 
     use super::*;
 
-    /// f32 patterns: a stride through all 2^32 (odd, so every exponent and low-bit phase
+    /// Calls `f` on f32 patterns: a stride through all 2^32 (odd, so every exponent and low-bit phase
     /// is hit), and around every f16/bf16 rounding boundary of interest: subnormal and
     /// normal ties, the overflow threshold, ±0, ±inf, quiet and signalling NaNs with payloads
     /// in the high and only the low bits.
-    fn patterns() -> Vec<u32> {
-        let mut v: Vec<u32> = (0..(1u64 << 32)).step_by(4099).map(|u| u as u32).collect();
+    fn for_each_pattern(mut f: impl FnMut(u32)) {
+        for u in (0..(1u64 << 32)).step_by(4099) {
+            f(u as u32);
+        }
         for base in [
             0x0000_0000u32, // +0, f32 subnormals
             0x3380_0000,    // 2^-24: the smallest f16 subnormal
@@ -412,19 +427,28 @@ mod tests {
         ] {
             for d in 0..4096u32 {
                 for sign in [0, 0x8000_0000] {
-                    v.push((base.wrapping_add(d)) | sign);
-                    v.push((base.wrapping_sub(d)) | sign);
-                    v.push((base.wrapping_add(d << 12)) | sign);
+                    f(base.wrapping_add(d) | sign);
+                    f(base.wrapping_sub(d) | sign);
+                    f(base.wrapping_add(d << 12) | sign);
                 }
             }
         }
-        v
     }
 
+    /// Every pattern of [`for_each_pattern`], 8 at a time (the last vector padded with zeros).
     fn each_vector(f: impl Fn(&[f32; 8])) {
-        let p = patterns();
-        for chunk in p.chunks_exact(8) {
-            f(&core::array::from_fn(|i| f32::from_bits(chunk[i])));
+        let (mut buf, mut n) = ([0f32; 8], 0);
+        for_each_pattern(|u| {
+            buf[n] = f32::from_bits(u);
+            n += 1;
+            if n == 8 {
+                f(&buf);
+                n = 0;
+            }
+        });
+        if n > 0 {
+            buf[n..].fill(0.0);
+            f(&buf);
         }
     }
 
