@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
-# Disassembly proof that the runtime x86 tiers are what they claim to be.
+# Disassembly proof that the runtime x86 and aarch64 tiers are what they claim to be.
 #
 # Builds .ci/asm-probe (a tiny release binary that calls every public entry point reaching
-# the tiers with f32, f16 and bf16), disassembles it with objdump, and fails unless
-#   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`,
+# the tiers with f32, f16 and bf16) for x86-64 and, cross-compiled, for aarch64, disassembles
+# each with objdump, and fails unless
+#   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`
+#     and `posenc::engine::aarch64::neon::run`,
 #     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T, ..>`, the
 #     probe's rotate_half / posenc-rounding / whole-vector variant), the cos/sin tables
 #     (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory ceiling
 #     (`Axpb<T>`), T = f32, f16, bf16;
-#   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512);
-#   * Rotate<T> and Axpb<T> fuse (vfmadd*), and Rotate<f16> converts with vcvtph2ps and
-#     vcvtps2ph (F16C / AVX-512F);
+#   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512, 4-lane f32
+#     vector registers `vN.4s` for neon);
+#   * Rotate<T> and Axpb<T> fuse (vfmadd* / fmla, fmls), and Rotate<f16> converts with
+#     vcvtph2ps and vcvtps2ph (F16C / AVX-512F) / fcvtl and fcvtn (base ARMv8 NEON);
 #   * no instantiation calls a posenc function or a closure: everything inlines into the
 #     entry function, where the tier's features are enabled.
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
 # >= 2.36 demangles it). The checker then checks itself: a bogus required pattern must fail.
 #
 # Usage: .ci/check-asm.sh   (env ASM_TARGET_DIR to move the build; default target/asm-probe)
+# The aarch64 half needs aarch64-linux-gnu-gcc (the linker) and aarch64-linux-gnu-objdump;
+# it installs them with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v objdump >/dev/null || {
+need_apt=()
+command -v objdump >/dev/null || need_apt+=(binutils)
+command -v aarch64-linux-gnu-gcc >/dev/null || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v aarch64-linux-gnu-objdump >/dev/null || need_apt+=(binutils-aarch64-linux-gnu)
+if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null
-}
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 || true
 
 target=${ASM_TARGET_DIR:-$PWD/target/asm-probe}
 probe=.ci/asm-probe
@@ -31,59 +41,85 @@ probe=.ci/asm-probe
 [ -f "$probe/Cargo.lock" ] || cp Cargo.lock "$probe/Cargo.lock"
 RUSTFLAGS="-C symbol-mangling-version=v0" \
   cargo build --quiet --release --manifest-path "$probe/Cargo.toml" --target-dir "$target"
-bin=$target/release/posenc-asm-probe
+x86_bin=$target/release/posenc-asm-probe
+RUSTFLAGS="-C symbol-mangling-version=v0" \
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+  cargo build --quiet --release --manifest-path "$probe/Cargo.toml" --target-dir "$target" \
+  --target aarch64-unknown-linux-gnu
+arm_bin=$target/aarch64-unknown-linux-gnu/release/posenc-asm-probe
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-objdump -d --no-show-raw-insn -C "$bin" >"$work/all.asm"
 
-# One file per entry-point instantiation: $work/fn.N, its demangled name in $work/names.
-awk -v dir="$work" '
-  /^[0-9a-f]+ <.*>:$/ {
-    name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
-    keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run(_bf16)?::<.*>$/)
-    if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
-    next
-  }
-  /^$/ { keep = 0; next }
-  keep { print >> file }
-' "$work/all.asm"
-sort -t$'\t' -k2,2 -o "$work/names" "$work/names" 2>/dev/null || true
-[ -s "$work/names" ] || { echo "check-asm: no posenc::engine::x86_64 entry points found in $bin" >&2; exit 1; }
+# disassemble OBJDUMP BIN ARCH: one file per entry-point instantiation of posenc's ARCH
+# tiers, $work/fn.N, its demangled name in $work/names (both replaced).
+disassemble() {
+  local objdump=$1 bin=$2 arch=$3
+  rm -f "$work"/fn.* "$work/names"
+  "$objdump" -d --no-show-raw-insn -C "$bin" >"$work/all.asm"
+  awk -v dir="$work" -v arch="$arch" '
+    /^[0-9a-f]+ <.*>:$/ {
+      name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
+      if (arch == "x86_64") keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run(_bf16)?::<.*>$/)
+      else keep = (name ~ /^posenc::engine::aarch64::neon::run::<.*>$/ ||
+                   name ~ /^posenc::engine::ceiling::axpb_(f32|f16|bf16)$/)
+      if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
+      next
+    }
+    /^$/ { keep = 0; next }
+    keep { print >> file }
+  ' "$work/all.asm"
+  sort -t$'\t' -k2,2 -o "$work/names" "$work/names" 2>/dev/null || true
+  [ -s "$work/names" ] || { echo "check-asm: no posenc::engine::$arch entry points found in $bin" >&2; exit 1; }
+}
 
 count() { grep -cE "$2" "$work/fn.$1" || true; }
 
 # check PATTERN_ROPE_EXTRA: 0 when every requirement holds, 1 (with messages) otherwise.
 check() {
-  local extra=$1 fails=0 n name tier op insns reg fma cvt_in cvt_out
+  local extra=$1 fails=0 n name tier op insns reg regname fma cvt_in cvt_out
   while IFS=$'\t' read -r n name; do
-    tier=${name#posenc::engine::x86_64::}; tier=${tier%%::*}
+    case $name in
+      posenc::engine::x86_64::*) tier=${name#posenc::engine::x86_64::}; tier=${tier%%::*} ;;
+      *) tier=neon ;;
+    esac
     case $name in
       *"::rope::Rotate<"*) op=rope ;;
-      *"::ceiling::Axpb<"*) op=axpb ;;
+      *"::ceiling::Axpb<"* | *"::ceiling::axpb_"*) op=axpb ;;
       *"::kernel::Sinusoids<"*) op=sinusoidal ;;
       *"::angles::CosSinTable"*) op=cos_sin_table ;;
       *) op=other ;;
     esac
     insns=$(wc -l <"$work/fn.$n")
-    if [ "$tier" = avx2 ]; then reg=$(count "$n" '%ymm'); else reg=$(count "$n" '%zmm'); fi
-    fma=$(count "$n" 'vfn?madd|vfn?msub')
-    cvt_in=$(count "$n" 'vcvtph2ps')
-    cvt_out=$(count "$n" 'vcvtps2ph')
-    [ "$extra" = "" ] && printf '%-90s %6d insns  %s %5d  vfma %4d  vcvtph2ps %3d  vcvtps2ph %3d\n' \
-      "$name" "$insns" "$([ "$tier" = avx2 ] && echo ymm || echo zmm)" "$reg" "$fma" "$cvt_in" "$cvt_out"
+    case $tier in
+      avx2) regname=ymm reg=$(count "$n" '%ymm') ;;
+      avx512) regname=zmm reg=$(count "$n" '%zmm') ;;
+      *) regname=v.4s reg=$(count "$n" '\bv[0-9]+\.4s') ;;
+    esac
+    if [ "$tier" = neon ]; then
+      fma=$(count "$n" $'\tfml[as]\t')
+      # The f16 forms (`.4h`/`.8h`): fcvtl/fcvtn also widen and narrow f64 in the angle code.
+      cvt_in=$(count "$n" $'\tfcvtl2?\tv[0-9]+\\.4s, v[0-9]+\\.[48]h')
+      cvt_out=$(count "$n" $'\tfcvtn2?\tv[0-9]+\\.[48]h, v[0-9]+\\.4s')
+    else
+      fma=$(count "$n" 'vfn?madd|vfn?msub')
+      cvt_in=$(count "$n" 'vcvtph2ps')
+      cvt_out=$(count "$n" 'vcvtps2ph')
+    fi
+    [ "$extra" = "" ] && printf '%-90s %6d insns  %s %5d  fma %4d  f16 in %3d  f16 out %3d\n' \
+      "$name" "$insns" "$regname" "$reg" "$fma" "$cvt_in" "$cvt_out"
     need() { # need COUNT WHAT
       if [ "$1" -eq 0 ]; then
         echo "check-asm: FAIL $name has no $2" >&2
         fails=1
       fi
     }
-    need "$reg" "$([ "$tier" = avx2 ] && echo ymm || echo zmm) register"
+    need "$reg" "$regname register"
     # Everything must inline into the entry function, where the tier's features are enabled:
     # a call to a posenc function or a closure means code compiled without them (a closure
     # does not inherit target features) and, in a kernel, a many-fold slowdown.
     local outcalls
-    outcalls=$(grep -cE 'call +[0-9a-f]+ <.*(posenc::|\{closure)' "$work/fn.$n" || true)
+    outcalls=$(grep -cE '(call|bl) +[0-9a-f]+ <.*(posenc::|\{closure)' "$work/fn.$n" || true)
     if [ "$outcalls" -ne 0 ]; then
       echo "check-asm: FAIL $name calls $outcalls posenc function(s) or closure(s) instead of inlining them" >&2
       fails=1
@@ -93,29 +129,40 @@ check() {
         # The posenc-rounding variants fuse; the HF-parity ones (`ONCE` = false, the second
         # const parameter) are unfused by design.
         if [[ $name =~ Rotate\<[^,]+,\ (true|false),\ true, ]]; then
-          need "$fma" "vfmadd (fused multiply-add)"
+          need "$fma" "fused multiply-add (vfmadd / fmla)"
         fi
         if [[ $name == *binary16::f16* ]]; then
-          need "$cvt_in" vcvtph2ps
-          need "$cvt_out" vcvtps2ph
+          need "$cvt_in" "f16 widening (vcvtph2ps / fcvtl)"
+          need "$cvt_out" "f16 narrowing (vcvtps2ph / fcvtn)"
         fi
         if [[ $name == *::run_bf16::* ]]; then
           need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
         fi
         if [ -n "$extra" ]; then need "$(count "$n" "$extra")" "$extra (self-test pattern)"; fi
         ;;
-      axpb) need "$fma" "vfmadd (fused multiply-add)" ;;
+      axpb) need "$fma" "fused multiply-add (vfmadd / fmla)" ;;
     esac
   done <"$work/names"
   # Every instantiation the probe asks for is there.
-  local t k d want
-  for t in avx2 avx512; do
+  local t k d want tiers arch short
+  case $(cut -f2 "$work/names" | head -1) in
+    posenc::engine::x86_64::*) tiers="avx2 avx512" arch=x86_64 ;;
+    *) tiers=neon arch=aarch64 ;;
+  esac
+  for t in $tiers; do
     for k in engine::rope::Rotate sinusoidal::kernel::Sinusoids engine::ceiling::Axpb; do
       for d in f32 half::binary16::f16 half::bfloat::bf16; do
         if [ "$k" = engine::rope::Rotate ]; then
-          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d, false, true, true>>"
+          want="posenc::engine::$arch::$t::run::<posenc::$k<$d, false, true, true>>"
         else
-          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d>>"
+          want="posenc::engine::$arch::$t::run::<posenc::$k<$d>>"
+        fi
+        # NEON is a baseline feature of aarch64, so LLVM may merge a small entry function
+        # into its (equally featured) caller despite `#[inline(never)]`: the memory
+        # ceiling's then lives in `ceiling::axpb_T`, which is checked in its place.
+        if [ "$t" = neon ] && [ "$k" = engine::ceiling::Axpb ]; then
+          case $d in f32) short=f32 ;; half::binary16::f16) short=f16 ;; *) short=bf16 ;; esac
+          grep -qF $'\t'"$want" "$work/names" || want="posenc::engine::ceiling::axpb_$short"
         fi
         grep -qF $'\t'"$want" "$work/names" || {
           echo "check-asm: FAIL $want not found" >&2
@@ -139,7 +186,7 @@ check() {
         fails=1
       fi
     fi
-    want="posenc::engine::x86_64::$t::run::<posenc::engine::angles::CosSinTable>"
+    want="posenc::engine::$arch::$t::run::<posenc::engine::angles::CosSinTable>"
     grep -qF $'\t'"$want" "$work/names" || {
       echo "check-asm: FAIL $want not found" >&2
       fails=1
@@ -148,17 +195,26 @@ check() {
   return $fails
 }
 
-echo "check-asm: $(wc -l <"$work/names") entry points in $bin"
-if ! check ""; then
-  echo "check-asm: FAILED" >&2
-  exit 1
-fi
-# The checker must be able to fail: a pattern no rope contains has to be reported.
-if check 'vbogus_never_emitted' 2>"$work/selftest"; then
-  echo "check-asm: self-test FAILED: a missing pattern went unnoticed" >&2
-  exit 1
-fi
-n_rope=$(grep -c '::rope::Rotate<' "$work/names")
-echo "check-asm: self-test: $(grep -c 'self-test pattern' "$work/selftest") rope instantiations reported missing vbogus_never_emitted (expected $n_rope)"
-[ "$(grep -c 'self-test pattern' "$work/selftest")" -eq "$n_rope" ] || { echo "check-asm: self-test FAILED" >&2; exit 1; }
-echo "check-asm: OK (ymm/zmm, vfmadd, f16 conversions present; self-test caught a missing pattern)"
+# examine BIN: check, then make sure the checker can fail.
+examine() {
+  local bin=$1 n_rope
+  echo "check-asm: $(wc -l <"$work/names") entry points in $bin"
+  if ! check ""; then
+    echo "check-asm: FAILED" >&2
+    exit 1
+  fi
+  # The checker must be able to fail: a pattern no rope contains has to be reported.
+  if check 'vbogus_never_emitted' 2>"$work/selftest"; then
+    echo "check-asm: self-test FAILED: a missing pattern went unnoticed" >&2
+    exit 1
+  fi
+  n_rope=$(grep -c '::rope::Rotate<' "$work/names")
+  echo "check-asm: self-test: $(grep -c 'self-test pattern' "$work/selftest") rope instantiations reported missing vbogus_never_emitted (expected $n_rope)"
+  [ "$(grep -c 'self-test pattern' "$work/selftest")" -eq "$n_rope" ] || { echo "check-asm: self-test FAILED" >&2; exit 1; }
+}
+
+disassemble objdump "$x86_bin" x86_64
+examine "$x86_bin"
+disassemble aarch64-linux-gnu-objdump "$arm_bin" aarch64
+examine "$arm_bin"
+echo "check-asm: OK (ymm/zmm/v.4s, vfmadd/fmla, f16 conversions present; self-test caught a missing pattern)"

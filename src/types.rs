@@ -70,7 +70,8 @@ pub enum SinusoidalLayout {
     SplitCosFirst,
 }
 
-/// A set of kernels: the scalar reference, the portable SIMD lanes, or a run-time x86 tier.
+/// A set of kernels: the scalar reference, the portable SIMD lanes, or a run-time x86 or
+/// aarch64 tier.
 ///
 /// ```
 /// let b = posenc::Backend::active();
@@ -90,6 +91,9 @@ pub enum Backend {
     Avx2,
     /// x86-64 AVX-512F (+ FMA, F16C), selected at run time; same numerics as `Avx2`.
     Avx512,
+    /// aarch64 Advanced SIMD (NEON), with whole-vector f16 (`fcvtl`/`fcvtn`) and bf16
+    /// conversions; same numerics as `Avx2` (fused rotations, bitwise cos/sin).
+    Neon,
 }
 
 impl Backend {
@@ -103,9 +107,10 @@ impl Backend {
         Backend::Portable,
         Backend::Avx2,
         Backend::Avx512,
+        Backend::Neon,
     ];
 
-    /// Short name (`"scalar"`, `"portable"`, `"avx2"`, `"avx512"`).
+    /// Short name (`"scalar"`, `"portable"`, `"avx2"`, `"avx512"`, `"neon"`).
     ///
     /// ```
     /// assert_eq!(posenc::Backend::Portable.name(), "portable");
@@ -116,12 +121,13 @@ impl Backend {
             Backend::Portable => "portable",
             Backend::Avx2 => "avx2",
             Backend::Avx512 => "avx512",
+            Backend::Neon => "neon",
         }
     }
 
     /// Whether this backend's results are bitwise those of [`Backend::Scalar`] (true for
-    /// `Portable`; the x86 tiers fuse multiply-adds in the rotation and agree within the
-    /// documented bound instead).
+    /// `Portable`; the x86 and NEON tiers fuse multiply-adds in the rotation and agree within
+    /// the documented bound instead).
     ///
     /// ```
     /// assert!(posenc::Backend::Portable.matches_scalar_bitwise());

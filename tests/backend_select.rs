@@ -2,9 +2,11 @@
 //!
 //! Always: every backend in [`Backend::ALL`] reports `is_available()` exactly as the CPU's
 //! features imply (`std::is_x86_feature_detected!`: AVX2+FMA+F16C → `Avx2`, and also AVX-512F
-//! → `Avx512`; `Scalar` and `Portable` everywhere), and [`Backend::active`] is the fastest
-//! available one. With `POSENC_EXPECT_BACKEND` set (CI sets it from /proc/cpuinfo natively,
-//! and to `avx2` / `portable` under `qemu-x86_64 -cpu Haswell` / `-cpu Nehalem`), the active
+//! → `Avx512`; `std::arch::is_aarch64_feature_detected!`: NEON → `Neon`; `Scalar` and
+//! `Portable` everywhere), and [`Backend::active`] is the fastest available one. With
+//! `POSENC_EXPECT_BACKEND` set (CI sets it from /proc/cpuinfo natively, to `avx2` /
+//! `portable` under `qemu-x86_64 -cpu Haswell` / `-cpu Nehalem`, and to `neon` under
+//! `qemu-aarch64`), the active
 //! backend must be that one, so a tier that is silently not selected fails the build.
 
 use posenc::Backend;
@@ -27,6 +29,10 @@ fn cpu_supports(b: Backend) -> bool {
         }
         #[cfg(not(target_arch = "x86_64"))]
         Backend::Avx2 | Backend::Avx512 => false,
+        #[cfg(target_arch = "aarch64")]
+        Backend::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+        #[cfg(not(target_arch = "aarch64"))]
+        Backend::Neon => false,
         _ => false,
     }
 }
@@ -48,10 +54,15 @@ fn availability_matches_the_cpu() {
 #[test]
 fn active_is_the_fastest_available() {
     let active = Backend::active();
-    let want = [Backend::Avx512, Backend::Avx2, Backend::Portable]
-        .into_iter()
-        .find(|&b| cpu_supports(b))
-        .unwrap();
+    let want = [
+        Backend::Avx512,
+        Backend::Avx2,
+        Backend::Neon,
+        Backend::Portable,
+    ]
+    .into_iter()
+    .find(|&b| cpu_supports(b))
+    .unwrap();
     assert_eq!(active, want);
     assert!(active.is_available());
     // Detection is cached: asking again changes nothing.

@@ -6,7 +6,7 @@
 //! | backend | rotation (`apply`, `apply_inverse`, the table path (`Table`)) | cos/sin tables, sinusoidal |
 //! |---|---|---|
 //! | `Scalar`, `Portable` | bitwise | bitwise |
-//! | `Avx2`, `Avx512` | [`check_rotation_bound`] (fused multiply-adds) | bitwise (documented) |
+//! | `Avx2`, `Avx512`, `Neon` | [`check_rotation_bound`] (fused multiply-adds) | bitwise (documented) |
 //! | anything else | the test panics until someone decides ([`policy`]) | |
 //!
 //! "Bitwise" means bit for bit, except that a NaN may be any NaN: when two NaNs meet in
@@ -59,7 +59,7 @@ fn policy(b: Backend) -> (Policy, Policy) {
         "scalar" | "portable" => (Policy::Bitwise, Policy::Bitwise),
         // Fused multiply-adds in the rotation; cos/sin and the sinusoidal writes are
         // documented bitwise equal to Scalar's.
-        "avx2" | "avx512" => (Policy::Bound, Policy::Bitwise),
+        "avx2" | "avx512" | "neon" => (Policy::Bound, Policy::Bitwise),
         other => panic!(
             "backend `{other}` has no comparison policy: add it to `policy` in tests/backends.rs"
         ),
@@ -85,6 +85,10 @@ fn cpu_supports(b: Backend) -> bool {
         }
         #[cfg(not(target_arch = "x86_64"))]
         "avx2" | "avx512" => false,
+        #[cfg(target_arch = "aarch64")]
+        "neon" => std::arch::is_aarch64_feature_detected!("neon"),
+        #[cfg(not(target_arch = "aarch64"))]
+        "neon" => false,
         other => panic!(
             "backend `{other}`: teach `cpu_supports` in tests/backends.rs to detect it, so that \
              a backend this CPU supports can never be skipped silently"

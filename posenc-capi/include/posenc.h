@@ -706,8 +706,8 @@ const char *posenc_last_error_detail(void);
 
 /**
  * The backend posenc runs on on this CPU (detected once per process): `"avx512"`, `"avx2"`,
- * `"portable"` (SSE2/NEON/simd128 lanes) or `"scalar"`; `"unknown"` for a backend newer than
- * this C API.
+ * `"neon"` (aarch64), `"portable"` (SSE2/NEON/simd128 lanes) or `"scalar"`; `"unknown"` for a
+ * backend newer than this C API.
  *
  * The string is static: NUL-terminated, never NULL, never to be freed.
  */

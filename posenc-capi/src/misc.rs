@@ -4,8 +4,8 @@ use core::ffi::{CStr, c_char};
 use posenc::Backend;
 
 /// The backend posenc runs on on this CPU (detected once per process): `"avx512"`, `"avx2"`,
-/// `"portable"` (SSE2/NEON/simd128 lanes) or `"scalar"`; `"unknown"` for a backend newer than
-/// this C API.
+/// `"neon"` (aarch64), `"portable"` (SSE2/NEON/simd128 lanes) or `"scalar"`; `"unknown"` for a
+/// backend newer than this C API.
 ///
 /// The string is static: NUL-terminated, never NULL, never to be freed.
 #[unsafe(no_mangle)]
@@ -21,6 +21,7 @@ fn backend_name(b: Backend) -> &'static CStr {
         Backend::Portable => c"portable",
         Backend::Avx2 => c"avx2",
         Backend::Avx512 => c"avx512",
+        Backend::Neon => c"neon",
         _ => c"unknown",
     }
 }

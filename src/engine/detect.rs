@@ -1,7 +1,8 @@
 //! What this CPU can run: detected once per process and cached.
 //!
-//! With `std`, the x86 tiers are detected at run time (`is_x86_feature_detected!`); features
-//! the build already guarantees (`-C target-feature`, `-C target-cpu`) need no detection, and
+//! With `std`, the x86 tiers are detected at run time (`is_x86_feature_detected!`), NEON with
+//! `is_aarch64_feature_detected!`; features the build already guarantees (`-C target-feature`,
+//! `-C target-cpu`, and NEON on every standard aarch64 target) need no detection, and
 //! without `std` they are the only source. Miri cannot answer `cpuid`, so under Miri only the
 //! compile-time features count (which is how CI runs the AVX2 tier on Miri's model of the
 //! intrinsics).
@@ -11,6 +12,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 const AVX2: u8 = 1;
 const AVX512: u8 = 2;
 const AVX512_BF16: u8 = 4;
+const NEON: u8 = 8;
 const KNOWN: u8 = 0x80;
 
 /// Whether the CPU runs AVX2 + FMA + F16C (the `Avx2` tier).
@@ -30,6 +32,12 @@ pub(crate) fn avx512() -> bool {
 #[inline]
 pub(crate) fn avx512_bf16() -> bool {
     features() & AVX512_BF16 != 0
+}
+
+/// Whether the CPU runs aarch64 Advanced SIMD (the `Neon` tier).
+#[inline]
+pub(crate) fn neon() -> bool {
+    features() & NEON != 0
 }
 
 /// The usable tiers as a bit set, detected once and cached (a relaxed atomic: detection is
@@ -79,6 +87,15 @@ fn detect() -> u8 {
                 }
             }
         }
+    }
+    // NEON is part of every standard aarch64 target (the build guarantees it: no run-time
+    // check); a target built without it (`-neon`, soft-float) asks the CPU.
+    if cfg!(all(target_arch = "aarch64", target_feature = "neon")) {
+        f |= NEON;
+    }
+    #[cfg(all(target_arch = "aarch64", feature = "std", not(miri)))]
+    if f & NEON == 0 && std::arch::is_aarch64_feature_detected!("neon") {
+        f |= NEON;
     }
     f
 }

@@ -3,11 +3,13 @@
 //!
 //! An operation is a [`Kernel`]: written once, generic over the vector trait. `dispatch`
 //! matches the backend once per public call (never per row) and hands the kernel to the
-//! tier's token: `Scalar` and `Portable` run it directly; an x86 tier first proves itself
+//! tier's token: `Scalar` and `Portable` run it directly; an x86 or aarch64 tier first proves itself
 //! (`Avx2::new()` returns a token only where the CPU has the features), then runs the
 //! kernel inside its `#[target_feature]` entry function. Adding an operation needs no change
 //! here; adding a tier is one arm.
 
+#[cfg(target_arch = "aarch64")]
+use super::aarch64::neon::Neon;
 use super::detect;
 use super::portable::Portable;
 use super::scalar::Scalar;
@@ -39,6 +41,13 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
         },
         #[cfg(not(target_arch = "x86_64"))]
         Backend::Avx2 | Backend::Avx512 => k.run(Portable),
+        #[cfg(target_arch = "aarch64")]
+        Backend::Neon => match Neon::new() {
+            Some(t) => t.vectorize(k),
+            None => k.run(Portable),
+        },
+        #[cfg(not(target_arch = "aarch64"))]
+        Backend::Neon => k.run(Portable),
     }
 }
 
@@ -49,6 +58,7 @@ pub(crate) fn is_available(backend: Backend) -> bool {
         Backend::Scalar | Backend::Portable => true,
         Backend::Avx2 => detect::avx2(),
         Backend::Avx512 => detect::avx512(),
+        Backend::Neon => detect::neon(),
     }
 }
 
@@ -64,8 +74,8 @@ impl Backend {
         Backend::ALL.iter().copied().filter(|b| b.is_available())
     }
 
-    /// The backend posenc picks for this CPU: the fastest available (AVX-512, then AVX2,
-    /// then portable). Detected once per process and cached; with `std` at run time, without
+    /// The backend posenc picks for this CPU: the fastest available (AVX-512, then AVX2, or
+    /// NEON on aarch64, then portable). Detected once per process and cached; with `std` at run time, without
     /// `std` from the compile-time target features.
     ///
     /// ```
@@ -77,6 +87,8 @@ impl Backend {
             Backend::Avx512
         } else if detect::avx2() {
             Backend::Avx2
+        } else if detect::neon() {
+            Backend::Neon
         } else {
             Backend::Portable
         }

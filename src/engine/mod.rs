@@ -19,6 +19,7 @@
 //! scalar.rs     the reference tier (2 lanes of plain Rust arithmetic, the test oracle)
 //! portable.rs   `wide` lanes (SSE2, NEON, simd128, …), bitwise the reference
 //! x86_64/       AVX2 and AVX-512: the token, the one #[target_feature] entry, the intrinsics
+//! aarch64/      NEON: the same shape (token, entry, intrinsics; f16 conversions as asm)
 //! ```
 //!
 //! Data flows one way: the API layer validates, then builds a kernel value (`Rotate`,
@@ -27,7 +28,7 @@
 //!
 //! # Safety model
 //! `unsafe` in the crate lives here, for three reasons only:
-//! * **Tokens.** An x86 token (`Avx2`, `Avx512`) is made only by its `new()`, which checks
+//! * **Tokens.** An x86 or aarch64 token (`Avx2`, `Avx512`, `Neon`) is made only by its `new()`, which checks
 //!   the CPU. Its methods call intrinsics inside `unsafe` blocks whose `SAFETY` comment is
 //!   that check; the one `#[target_feature]` entry function per tier is called only with a
 //!   token in hand.
@@ -35,8 +36,11 @@
 //!   `unsafe fn`s whose precondition is that the lanes are readable or writable. Their
 //!   callers either hold a slice of the right length (the safe `Simd::load`/`store`) or
 //!   have proven a whole window in bounds once (`rope.rs`'s `in_bounds`).
-//! * **Inline assembly** in one AVX2 store, documented where it stands.
+//! * **Inline assembly** in one AVX2 store and NEON's f16 conversions, documented where it
+//!   stands.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 pub(crate) mod angles;
 pub(crate) mod ceiling;
 mod detect;
