@@ -43,6 +43,7 @@ fn ggml_fp16_to_fp32(h: u16) -> f32 {
 }
 
 /// C's float → `int8_t` conversion as x86 does it (`cvttss2si`, then the low byte).
+#[allow(clippy::manual_range_contains)] // spelled as the instruction's rule, apart from posenc's
 fn c_to_i8(v: f32) -> i8 {
     let t: i32 = if v.is_nan() || v >= 2147483648.0 || v < -2147483648.0 {
         i32::MIN
@@ -213,7 +214,7 @@ fn ggml_examples_by_hand() {
     quantize_q4_0(&x, &mut b).unwrap();
     assert_eq!(b[0].d, f16::from_f32(0.5).to_bits());
     assert_eq!(b[0].qs[0], 0x8 | (12 << 4));
-    assert_eq!(b[0].qs[1], 0x0 | (8 << 4)); // −4 · 2 + 8.5 → 0
+    assert_eq!(b[0].qs[1], 8 << 4); // low nibble: −4 · 2 + 8.5 → 0
     assert_eq!(b[0].qs[2], 15 | (8 << 4)); // 4 · 2 + 8.5 = 16.5 → 16 → 15
 }
 

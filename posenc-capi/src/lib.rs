@@ -45,14 +45,22 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod alibi;
+mod angles;
 mod error;
 mod misc;
+mod presets;
+mod quant;
 mod raw;
 mod rope;
+mod rotate;
 mod sinusoidal;
 
 pub use alibi::*;
+pub use angles::*;
 pub use error::*;
 pub use misc::*;
+pub use presets::*;
+pub use quant::*;
 pub use rope::*;
+pub use rotate::*;
 pub use sinusoidal::*;
