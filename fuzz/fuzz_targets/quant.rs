@@ -40,7 +40,11 @@ fn blocks<B: Copy + Default>(n: usize, bytes: &[u8], size: usize, from: fn(&[u8]
         .map(|i| {
             let mut b = vec![0u8; size];
             for (j, v) in b.iter_mut().enumerate() {
-                *v = bytes.get((i * size + j) % bytes.len().max(1)).copied().unwrap_or(0) ^ (i as u8);
+                *v = bytes
+                    .get((i * size + j) % bytes.len().max(1))
+                    .copied()
+                    .unwrap_or(0)
+                    ^ (i as u8);
             }
             from(&b)
         })
@@ -65,11 +69,19 @@ fuzz_target!(|inp: Input| {
     let head_dim = 2 * inp.half_dim as usize;
     let rotary = (2 * inp.rotary as usize).clamp(2, head_dim.max(2));
     let offset = (inp.offset as usize).min(head_dim.saturating_sub(rotary)) & !1;
-    let layout = if inp.interleaved { Layout::Interleaved } else { Layout::RotateHalf };
-    let cfg = RopeConfig::new(head_dim, 1e4, layout).rotary_dim(rotary).rotary_offset(offset);
+    let layout = if inp.interleaved {
+        Layout::Interleaved
+    } else {
+        Layout::RotateHalf
+    };
+    let cfg = RopeConfig::new(head_dim, 1e4, layout)
+        .rotary_dim(rotary)
+        .rotary_offset(offset);
     let Ok(base) = Rope::new(&cfg) else { return };
     let (tokens, heads) = (inp.tokens as usize % 24, inp.n_heads as usize % 12);
-    let deltas: Vec<i32> = (0..tokens).map(|t| inp.deltas.get(t).copied().unwrap_or(t as i32)).collect();
+    let deltas: Vec<i32> = (0..tokens)
+        .map(|t| inp.deltas.get(t).copied().unwrap_or(t as i32))
+        .collect();
     let exact = tokens * heads * head_dim / 32;
     let n = (exact as i64 + inp.len_delta as i64).clamp(0, 4096) as usize;
     let valid = head_dim % 32 == 0 && head_dim <= 4096 && heads > 0 && n == exact;
@@ -101,9 +113,23 @@ fuzz_target!(|inp: Input| {
             }};
         }
         if inp.q4 {
-            check!(BlockQ4_0, q4, 18, shift_q4_0, dequantize_q4_0, quantize_q4_0);
+            check!(
+                BlockQ4_0,
+                q4,
+                18,
+                shift_q4_0,
+                dequantize_q4_0,
+                quantize_q4_0
+            );
         } else {
-            check!(BlockQ8_0, q8, 34, shift_q8_0, dequantize_q8_0, quantize_q8_0);
+            check!(
+                BlockQ8_0,
+                q8,
+                34,
+                shift_q8_0,
+                dequantize_q8_0,
+                quantize_q8_0
+            );
         }
     }
 });

@@ -140,28 +140,32 @@ fn f16_bits_to_f32(d: u16) -> f32 {
     half::f16::from_bits(d).to_f32()
 }
 
+/// Whether `v` converts to an i32 without overflow (false for NaN).
+#[inline(always)]
+fn fits_i32(v: f32) -> bool {
+    abs(v) < 2_147_483_648.0 || v == -2_147_483_648.0
+}
+
 /// C's `(int8_t)v` for a float `v` as ggml's x86 builds compute it: truncated to an i32 by
 /// `cvttss2si` (NaN and values outside the i32 range give `0x80000000`), then its low byte.
+/// Written with selects, not branches, so that the block loops vectorize.
 #[inline(always)]
 fn to_i8_x86(v: f32) -> i8 {
-    let t = if (-2_147_483_648.0..2_147_483_648.0).contains(&v) {
-        v as i32
-    } else {
-        i32::MIN
-    };
+    let t = if fits_i32(v) { v as i32 } else { i32::MIN };
     t as i8
 }
 
 /// C's `(int8_t)roundf(v)` (half away from zero), as [`to_i8_x86`] converts it.
 #[inline(always)]
 fn round_i8(v: f32) -> i8 {
-    if !(-2_147_483_648.0..2_147_483_648.0).contains(&v) {
-        return to_i8_x86(v); // NaN, ±inf, huge: roundf leaves them as they are
-    }
-    let t = v as i32;
-    let frac = v - t as f32; // exact: t and v share their exponent range
-    let r = i64::from(t) + i64::from(frac >= 0.5) - i64::from(frac <= -0.5);
-    r as i8
+    let ok = fits_i32(v);
+    let t = if ok { v as i32 } else { 0 };
+    let frac = v - t as f32; // exact for |v| < 2^31: t and v share their binade or t = v
+    let r = t
+        .wrapping_add(i32::from(frac >= 0.5))
+        .wrapping_sub(i32::from(frac <= -0.5));
+    // NaN, ±inf, huge: roundf leaves them as they are, and their conversion's low byte is 0.
+    if ok { r as i8 } else { 0 }
 }
 
 /// `1 / d`, or 0 when `d` is zero (C's `d ? 1.0f/d : 0.0f`: NaN counts as non-zero).
@@ -225,11 +229,12 @@ impl Block for BlockQ4_0 {
         } else {
             let amax = amax_tree(x);
             // The first value of that magnitude; 0 (not a −0 value) when every value is ±0.
-            if amax > 0.0 {
-                x.iter().copied().find(|&v| abs(v) == amax).unwrap_or(0.0)
-            } else {
-                0.0
+            // (Backwards with selects: no branch per value.)
+            let mut max = 0.0f32;
+            for &v in x.iter().rev() {
+                max = if abs(v) == amax && amax > 0.0 { v } else { max };
             }
+            max
         };
         let d = max / -8.0;
         let id = inverse(d);
