@@ -16,10 +16,11 @@
 //! of ggml's loops are order-dependent, and are done in another order only where that cannot
 //! change the result:
 //! * ggml's running maximum `MAX(amax, |x|)` (`a > b ? a : b`) forgets a NaN unless it is the
-//!   last value. Without NaN the maximum of a set does not depend on the order, so it is a
-//!   tree here; a block with a NaN takes ggml's sequential loop.
-//! * `Q4_0` keeps the *first* value of largest magnitude (its sign matters): the tree finds
-//!   the magnitude, a scan the first value that has it.
+//!   last value. Without NaN the maximum of a set does not depend on the order, so here it is
+//!   an integer maximum of the magnitudes' bits (which also detects a NaN); a block with a
+//!   NaN takes ggml's sequential loop.
+//! * `Q4_0` keeps the *first* value of largest magnitude (its sign matters): the maximum
+//!   finds the magnitude, a scan the first value that has it.
 //!
 //! Float-to-`int8_t` conversions of NaN or infinity are undefined in C; ggml's x86 builds give
 //! the low byte of `cvttss2si`'s `0x80000000`, 0, and so does this module. They occur only in
@@ -93,36 +94,23 @@ fn gmax(a: f32, b: f32) -> f32 {
     if a > b { a } else { b }
 }
 
-/// Whether any value is NaN.
+/// The bits of the largest `|x[j]|`, compared as integers: for non-negative floats the bit
+/// patterns order as the values do, and a NaN's lie above infinity's (`0x7F80_0000`), so a
+/// result above that says the block holds a NaN. Integer maxima are associative, so this is
+/// a vector reduction in any order.
 #[inline(always)]
-fn has_nan(x: &[f32; BLOCK]) -> bool {
-    let mut any = 0u32;
-    for &v in x {
-        any |= u32::from(v.is_nan());
-    }
-    any != 0
-}
-
-/// The largest `|x[j]|` of a NaN-free block (a tree: the order does not matter without NaN).
-#[inline(always)]
-fn amax_tree(x: &[f32; BLOCK]) -> f32 {
-    let mut m = [0f32; 8];
-    for (j, mj) in m.iter_mut().enumerate() {
-        *mj = abs(x[j]);
-    }
-    for k in 1..BLOCK / 8 {
+fn amax_bits(x: &[f32; BLOCK]) -> u32 {
+    let mut m = [0u32; 8];
+    for k in 0..BLOCK / 8 {
         for (j, mj) in m.iter_mut().enumerate() {
-            *mj = gmax(*mj, abs(x[8 * k + j]));
+            *mj = (*mj).max(x[8 * k + j].to_bits() & 0x7FFF_FFFF);
         }
     }
-    let m4 = [
-        gmax(m[0], m[4]),
-        gmax(m[1], m[5]),
-        gmax(m[2], m[6]),
-        gmax(m[3], m[7]),
-    ];
-    gmax(gmax(m4[0], m4[2]), gmax(m4[1], m4[3]))
+    m.iter().fold(0, |a, &b| a.max(b))
 }
+
+/// Bits above those of infinity: a NaN.
+const NAN_BITS: u32 = 0x7F80_0000;
 
 /// ggml's `GGML_FP32_TO_FP16`: round to nearest even; NaN becomes `0x7E00` with its sign.
 #[inline(always)]
@@ -185,10 +173,11 @@ impl Block for BlockQ8_0 {
 
     #[inline(always)]
     fn quantize(x: &[f32; BLOCK]) -> BlockQ8_0 {
-        let amax = if has_nan(x) {
-            x.iter().fold(0.0, |a, &v| gmax(a, abs(v)))
+        let bits = amax_bits(x);
+        let amax = if bits > NAN_BITS {
+            x.iter().fold(0.0, |a, &v| gmax(a, abs(v))) // ggml's loop, NaN and all
         } else {
-            amax_tree(x)
+            f32::from_bits(bits)
         };
         let d = amax / 127.0;
         let id = inverse(d);
@@ -216,7 +205,8 @@ impl Block for BlockQ4_0 {
 
     #[inline(always)]
     fn quantize(x: &[f32; BLOCK]) -> BlockQ4_0 {
-        let max = if has_nan(x) {
+        let bits = amax_bits(x);
+        let max = if bits > NAN_BITS {
             // ggml's loop as written: `amax < |v|` is false for NaN.
             let (mut amax, mut max) = (0.0f32, 0.0f32);
             for &v in x {
@@ -227,7 +217,7 @@ impl Block for BlockQ4_0 {
             }
             max
         } else {
-            let amax = amax_tree(x);
+            let amax = f32::from_bits(bits);
             // The first value of that magnitude; 0 (not a −0 value) when every value is ±0.
             // (Backwards with selects: no branch per value.)
             let mut max = 0.0f32;
