@@ -24,6 +24,7 @@
 //! | RoPE on token-major rows | [`Rope::apply`], [`Rope::apply_inverse`], [`Rope::apply_qk`] (GQA, one cos/sin) |
 //! | strided buffers (fused QKV, head-major) | [`Rope::apply_views`] with [`View`] |
 //! | KV-cache shift (pure rotation) | [`Rope::shift`] |
+//! | quantized K-cache shift (ggml `Q8_0`, `Q4_0`) | [`Rope::shift_q8_0`], [`Rope::shift_q4_0`] |
 //! | several positions per token | [`Rope::apply_axes`] with [`Axes`] (M-RoPE, 2-D vision) |
 //! | cos/sin tables, or applying someone else's | [`Rope::fill_cos_sin`], [`apply_with_table`] |
 //! | frequencies from a checkpoint | [`Rope::from_inv_freq`] |
@@ -202,6 +203,7 @@ mod error;
 
 #[cfg(feature = "rayon")]
 mod parallel;
+mod quant;
 mod rope;
 mod scaling;
 mod sinusoidal;
@@ -218,6 +220,9 @@ pub use error::{Error, Formula};
 pub use half::{bf16, f16};
 #[cfg(feature = "rayon")]
 pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};
+pub use quant::{
+    BlockQ4_0, BlockQ8_0, dequantize_q4_0, dequantize_q8_0, quantize_q4_0, quantize_q8_0,
+};
 pub use rope::{Rope, RopeConfig};
 pub use scaling::{LongRope, MAX_ROTARY_DIM, Scaling, Yarn};
 pub use sinusoidal::{Sinusoidal, fairseq_positions};

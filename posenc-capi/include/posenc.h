@@ -191,6 +191,94 @@ typedef struct PosencPositions {
 typedef uint32_t PosencAlibiMode;
 
 /**
+ * A resolved RoPE (frequencies computed once), owned by the caller: a plain struct of
+ * fixed size to allocate anywhere (stack, arena, struct member), filled by
+ * `posenc_rope_init`, with nothing to free.
+ *
+ * Treat it as opaque. It may be copied with `memcpy` or assignment and shared read-only
+ * between threads; it is only meaningful inside the process (and library build) that
+ * initialized it, so do not persist it. The `magic` field lets the library refuse a struct
+ * that `posenc_rope_init` never filled (`POSENC_ERR_UNINITIALIZED_ROPE`); zero-initializing
+ * a `PosencRope` before use makes that check reliable.
+ */
+typedef struct PosencRope {
+  /**
+   * Written by `posenc_rope_init`; do not modify.
+   */
+  uint64_t magic;
+  /**
+   * posenc's resolved rope; do not modify.
+   */
+  uint64_t storage[POSENC_ROPE_STORAGE_WORDS];
+} PosencRope;
+
+/**
+ * One ggml `Q8_0` block (`block_q8_0`, 34 bytes): 32 values `qs[j] * d`, `d` an IEEE
+ * binary16 passed as its bits. A GGUF/llama.cpp `Q8_0` tensor or K cache is an array of
+ * these.
+ */
+typedef struct PosencBlockQ8_0 {
+  /**
+   * The scale (binary16 bits).
+   */
+  uint16_t d;
+  /**
+   * The quantized values.
+   */
+  int8_t qs[32];
+} PosencBlockQ8_0;
+
+/**
+ * What a `PosencAngles` holds: one of the `POSENC_ANGLES_*` values.
+ */
+typedef uint32_t PosencAnglesKind;
+
+/**
+ * The angles a call rotates by: positions, or a cos/sin table computed once per forward
+ * pass and reused by every layer (the angles-once path). Read by value during the call.
+ *
+ * Example: `PosencAngles at = {POSENC_ANGLES_POSITIONS, n_tokens, positions, NULL, 0};`.
+ */
+typedef struct PosencAngles {
+  /**
+   * `POSENC_ANGLES_POSITIONS` or `POSENC_ANGLES_TABLE`.
+   */
+  PosencAnglesKind kind;
+  /**
+   * Tokens of the call.
+   */
+  size_t n_tokens;
+  /**
+   * For `POSENC_ANGLES_POSITIONS`: `n_tokens` positions (NULL only if `n_tokens` is 0).
+   */
+  const int32_t *positions;
+  /**
+   * For `POSENC_ANGLES_TABLE`: the table (`table_len` floats, NULL only if 0).
+   */
+  const float *table;
+  /**
+   * For `POSENC_ANGLES_TABLE`: its length, which must be
+   * `posenc_rope_table_len(rope, n_tokens)`.
+   */
+  size_t table_len;
+} PosencAngles;
+
+/**
+ * One ggml `Q4_0` block (`block_q4_0`, 18 bytes): byte `j` of `qs` holds value `j` in its
+ * low nibble and value `j + 16` in its high nibble, each `(code - 8) * d`.
+ */
+typedef struct PosencBlockQ4_0 {
+  /**
+   * The scale (binary16 bits).
+   */
+  uint16_t d;
+  /**
+   * The 4-bit codes, two per byte.
+   */
+  uint8_t qs[16];
+} PosencBlockQ4_0;
+
+/**
  * Channel pairing of a RoPE layout: one of the `POSENC_LAYOUT_*` values.
  */
 typedef uint32_t PosencLayout;
@@ -436,6 +524,16 @@ typedef struct PosencScaling {
 } PosencScaling;
 
 /**
+ * Position axes of a `PosencRopeConfig`: one of the `POSENC_AXES_*` values.
+ */
+typedef uint32_t PosencAxesKind;
+
+/**
+ * Rounding of a `PosencRopeConfig`: one of the `POSENC_ROUNDING_*` values.
+ */
+typedef uint32_t PosencRounding;
+
+/**
  * What a `PosencRope` is built from.
  *
  * Zero-initialize it and set the fields you need: `rotary_dim` 0 means `head_dim` (full
@@ -463,29 +561,54 @@ typedef struct PosencRopeConfig {
    * Frequency scaling.
    */
   struct PosencScaling scaling;
+  /**
+   * First rotating channel of each head (0: the first; ggml's `rope_set_offset`):
+   * channels `rotary_offset .. rotary_offset + rotary_dim` rotate, the rest are untouched.
+   */
+  size_t rotary_offset;
+  /**
+   * Position axes: a `POSENC_AXES_*` value (0: one position per token).
+   */
+  PosencAxesKind axes;
+  /**
+   * Pairs per axis (t, h, w) for `POSENC_AXES_MROPE` and `POSENC_AXES_MROPE_INTERLEAVED`,
+   * summing to at most `rotary_dim / 2`; ignored otherwise.
+   */
+  uint32_t sections[3];
+  /**
+   * How results are rounded: a `POSENC_ROUNDING_*` value (0: posenc's single rounding).
+   */
+  PosencRounding rounding;
 } PosencRopeConfig;
 
 /**
- * A resolved RoPE (frequencies computed once), owned by the caller: a plain struct of
- * fixed size to allocate anywhere (stack, arena, struct member), filled by
- * `posenc_rope_init`, with nothing to free.
- *
- * Treat it as opaque. It may be copied with `memcpy` or assignment and shared read-only
- * between threads; it is only meaningful inside the process (and library build) that
- * initialized it, so do not persist it. The `magic` field lets the library refuse a struct
- * that `posenc_rope_init` never filled (`POSENC_ERR_UNINITIALIZED_ROPE`); zero-initializing
- * a `PosencRope` before use makes that check reliable.
+ * What `posenc_rope_rotate_*` does: one of the `POSENC_OP_*` values.
  */
-typedef struct PosencRope {
+typedef uint32_t PosencOp;
+
+/**
+ * A strided view of heads inside one buffer (a fused QKV row, a head-major cache, GPT-NeoX's
+ * `[tokens, heads, 3, head_dim]`), in elements: head `h` of token `t` starts at
+ * `offset + t * token_stride + h * head_stride` and is `head_dim` long.
+ */
+typedef struct PosencView {
   /**
-   * Written by `posenc_rope_init`; do not modify.
+   * Heads per token.
    */
-  uint64_t magic;
+  size_t n_heads;
   /**
-   * posenc's resolved rope; do not modify.
+   * Elements from one token's head to the next token's.
    */
-  uint64_t storage[POSENC_ROPE_STORAGE_WORDS];
-} PosencRope;
+  size_t token_stride;
+  /**
+   * Elements from one head to the next within a token.
+   */
+  size_t head_stride;
+  /**
+   * Element index of token 0, head 0.
+   */
+  size_t offset;
+} PosencView;
 
 /**
  * Where the sines and cosines of a sinusoidal row go: one of the `POSENC_SINUSOIDAL_*`
@@ -514,6 +637,17 @@ typedef uint32_t PosencSinusoidalLayout;
  * wrapping).
  */
 #define POSENC_POSITIONS_RANGE 1
+
+/**
+ * One `int32_t` position per token in `positions` (the zero value).
+ */
+#define POSENC_ANGLES_POSITIONS 0
+
+/**
+ * A table written by `posenc_rope_table` (or `posenc_rope_table_axes`) of the same rope, in
+ * `table`: rotating from it is bit for bit rotating from the positions it was made from.
+ */
+#define POSENC_ANGLES_TABLE 1
 
 /**
  * Pairs `(2i, 2i + 1)`: GPT-J, Meta's original LLaMA checkpoints, ggml "normal".
@@ -569,6 +703,59 @@ typedef uint32_t PosencSinusoidalLayout;
  * HF `proportional` (Gemma): `params.proportional`.
  */
 #define POSENC_SCALING_PROPORTIONAL 8
+
+/**
+ * One position per token (the zero value).
+ */
+#define POSENC_AXES_SINGLE 0
+
+/**
+ * Qwen2-VL M-RoPE: three positions (t, h, w) per token, pairs in `sections` blocks.
+ */
+#define POSENC_AXES_MROPE 1
+
+/**
+ * Qwen3-VL interleaved M-RoPE: three positions per token, pairs cycling t, h, w.
+ */
+#define POSENC_AXES_MROPE_INTERLEAVED 2
+
+/**
+ * 2-D vision RoPE: two positions (row, column) per token.
+ */
+#define POSENC_AXES_VISION_2D 3
+
+/**
+ * posenc's: exact angles, computed in float, rounded once (the zero value).
+ */
+#define POSENC_ROUNDING_ONCE 0
+
+/**
+ * HuggingFace eager (Llama, NeoX, Phi-3, GPT-J): f32 angle products, cos/sin and the
+ * products rounded to the element type, as HF's `apply_rotary_pos_emb` (bit-parity with HF).
+ */
+#define POSENC_ROUNDING_HF_EAGER 1
+
+/**
+ * HuggingFace with upcast (Cohere): rounded cos/sin, the rotation in unfused float, one
+ * rounding.
+ */
+#define POSENC_ROUNDING_HF_UPCAST 2
+
+/**
+ * Rotates by the angles, times the attention factor (`posenc_rope_apply_f32`).
+ */
+#define POSENC_OP_APPLY 0
+
+/**
+ * Undoes `POSENC_OP_APPLY`: the negated angles, divided by the attention factor.
+ */
+#define POSENC_OP_INVERSE 1
+
+/**
+ * KV-cache shift: keys rotated at `p` move to `p + delta` (angles of the deltas), a pure
+ * rotation without the attention factor, which the keys already carry.
+ */
+#define POSENC_OP_SHIFT 2
 
 /**
  * `PE[2i] = sin(p * w_i)`, `PE[2i+1] = cos(p * w_i)` (Vaswani et al., tensor2tensor).
@@ -685,6 +872,44 @@ int posenc_alibi_positions_from_mask_i32(const int32_t *mask, size_t mask_len, i
 int posenc_alibi_positions_from_mask_i64(const int64_t *mask, size_t mask_len, int32_t *out, size_t out_len);
 
 /**
+ * Floats of the table `posenc_rope_table` writes for `n_tokens` tokens:
+ * `2 * n_tokens * rotary_dim/2` (cosines, then sines); 0 if `rope` is NULL or not
+ * initialized, or the product overflows.
+ *
+ * # Safety
+ * `rope` is NULL or points to a readable `PosencRope`.
+ */
+size_t posenc_rope_table_len(const struct PosencRope *rope, size_t n_tokens);
+
+/**
+ * Computes the cos/sin of `positions` once into `out` (`out_len` must equal
+ * `posenc_rope_table_len(rope, n_tokens)`), for `POSENC_ANGLES_TABLE`: compute it at the
+ * first layer of a forward pass and rotate Q and K of every layer from it, bit for bit as
+ * from the positions, with no trigonometry. The attention factor is not in the table (each
+ * call applies its own).
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `positions` to `n_tokens`
+ * readable `int32_t`; `out` to `out_len` writable floats not overlapping `positions` or
+ * `rope`.
+ */
+int posenc_rope_table(const struct PosencRope *rope, const int32_t *positions, size_t n_tokens, float *out, size_t out_len);
+
+/**
+ * `posenc_rope_table` for multi-axis positions (M-RoPE, 2-D vision): `positions` holds
+ * `n_tokens * n_axes` `int32_t`, token by token (`t, h, w` or `row, col`), and `n_axes` must
+ * be the rope's axis count (its `axes` setting: 1, 2 or 3).
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_table`, with `positions` pointing to `positions_len` readable `int32_t`.
+ */
+int posenc_rope_table_axes(const struct PosencRope *rope, const int32_t *positions, size_t positions_len, size_t n_axes, float *out, size_t out_len);
+
+/**
  * A short, static description of an error code (any `int`; unknown codes get a generic
  * message).
  *
@@ -717,6 +942,117 @@ const char *posenc_backend_name(void);
  * The version of this library (e.g. `"0.1.0"`): static, NUL-terminated, never NULL.
  */
 const char *posenc_version(void);
+
+/**
+ * How many presets there are: indices `0 .. posenc_preset_count() - 1` are valid for
+ * `posenc_preset_name` and `posenc_rope_init_preset_index`. New presets are appended, so an
+ * index keeps its model across releases.
+ */
+size_t posenc_preset_count(void);
+
+/**
+ * The name of preset `index` (e.g. `"Llama 3 8B"`, `"Qwen2-VL 7B"`): static, NUL-terminated,
+ * never to be freed; NULL if `index` is out of range.
+ */
+const char *posenc_preset_name(size_t index);
+
+/**
+ * Fills `*out` with the rope of preset `index` (see `posenc_preset_count`), and its head
+ * counts into `*n_heads` and `*n_kv_heads` when those are not NULL.
+ *
+ * Returns `POSENC_OK`, `POSENC_ERR_PARAMETER_OUT_OF_RANGE` for an index out of range, or
+ * another error code; nothing is written on error.
+ *
+ * # Safety
+ * `out` points to a writable `PosencRope`; `n_heads` and `n_kv_heads` are NULL or point to
+ * writable `size_t`.
+ */
+int posenc_rope_init_preset_index(size_t index, struct PosencRope *out, size_t *n_heads, size_t *n_kv_heads);
+
+/**
+ * `posenc_rope_init_preset_index` by name: `name` is a preset's name exactly as
+ * `posenc_preset_name` gives it (e.g. `"Llama 3.1 8B"`).
+ *
+ * Returns `POSENC_OK`, `POSENC_ERR_PARAMETER_OUT_OF_RANGE` for an unknown name, or another
+ * error code; nothing is written on error.
+ *
+ * # Safety
+ * `name` is a readable NUL-terminated string; otherwise as `posenc_rope_init_preset_index`.
+ */
+int posenc_rope_init_preset(const char *name, struct PosencRope *out, size_t *n_heads, size_t *n_kv_heads);
+
+/**
+ * Shifts a `Q8_0` K cache in place (llama.cpp's context shift with `-ctk q8_0`): `k` holds
+ * `n_blocks = at->n_tokens * n_heads * head_dim / 32` blocks, token-major; every token's keys
+ * are dequantized, rotated by its delta exactly as `POSENC_OP_SHIFT` rotates floats, and
+ * requantized with ggml's reference rounding, in one pass. Bitwise
+ * `posenc_dequantize_q8_0` -> `posenc_rope_rotate_f32(POSENC_OP_SHIFT)` ->
+ * `posenc_quantize_q8_0`. `head_dim` must be a multiple of 32 (else
+ * `POSENC_ERR_PARAMETER_OUT_OF_RANGE`) and at most 4096.
+ *
+ * Returns `POSENC_OK`, or an error code with `k` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `k` to `n_blocks` writable
+ * blocks not overlapping `rope` or the buffers of `*at`.
+ */
+int posenc_rope_shift_q8_0(const struct PosencRope *rope, struct PosencBlockQ8_0 *k, size_t n_blocks, size_t n_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_shift_q8_0` for a `Q4_0` K cache (`-ctk q4_0`).
+ *
+ * # Safety
+ * As `posenc_rope_shift_q8_0`, with `k` pointing to `n_blocks` writable `PosencBlockQ4_0`.
+ */
+int posenc_rope_shift_q4_0(const struct PosencRope *rope, struct PosencBlockQ4_0 *k, size_t n_blocks, size_t n_heads, const struct PosencAngles *at);
+
+/**
+ * Quantizes `x` (`x_len = 32 * n_blocks` floats) into `Q8_0` blocks byte for byte as ggml's
+ * `quantize_row_q8_0_ref` (`d = amax / 127` rounded to binary16, values
+ * `roundf(x * (1 / d))` with the float `d`).
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * `x` points to `x_len` readable floats, `out` to `n_blocks` writable blocks, not
+ * overlapping.
+ */
+int posenc_quantize_q8_0(const float *x, size_t x_len, struct PosencBlockQ8_0 *out, size_t n_blocks);
+
+/**
+ * Quantizes `x` (`x_len = 32 * n_blocks` floats) into `Q4_0` blocks byte for byte as ggml's
+ * `quantize_row_q4_0_ref` (`d = max / -8`, `max` the first value of largest magnitude,
+ * codes `min(15, (int8_t)(x * (1 / d) + 8.5))`).
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * As `posenc_quantize_q8_0`, with `out` pointing to `PosencBlockQ4_0`.
+ */
+int posenc_quantize_q4_0(const float *x, size_t x_len, struct PosencBlockQ4_0 *out, size_t n_blocks);
+
+/**
+ * Dequantizes `n_blocks` `Q8_0` blocks into `out` (`out_len = 32 * n_blocks` floats), as
+ * ggml's `dequantize_row_q8_0` (exact).
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * `blocks` points to `n_blocks` readable blocks, `out` to `out_len` writable floats, not
+ * overlapping.
+ */
+int posenc_dequantize_q8_0(const struct PosencBlockQ8_0 *blocks, size_t n_blocks, float *out, size_t out_len);
+
+/**
+ * Dequantizes `n_blocks` `Q4_0` blocks into `out` (`out_len = 32 * n_blocks` floats), as
+ * ggml's `dequantize_row_q4_0`.
+ *
+ * Returns `POSENC_OK`, or an error code with `out` unchanged.
+ *
+ * # Safety
+ * As `posenc_dequantize_q8_0`, with `blocks` pointing to `PosencBlockQ4_0`.
+ */
+int posenc_dequantize_q4_0(const struct PosencBlockQ4_0 *blocks, size_t n_blocks, float *out, size_t out_len);
 
 /**
  * Validates `cfg` and computes its frequencies and attention factor into `*out`, for the
@@ -877,6 +1213,126 @@ int posenc_apply_with_table_f16(uint16_t *x, size_t len, size_t n_heads, size_t 
  * As `posenc_apply_with_table_f32`, with `x` pointing to `len` writable `uint16_t`.
  */
 int posenc_apply_with_table_bf16(uint16_t *x, size_t len, size_t n_heads, size_t head_dim, PosencLayout layout, const float *cos, const float *sin, size_t table_len);
+
+/**
+ * Rotates `x` in place (`len` floats: `at->n_tokens` tokens of `n_heads * head_dim`,
+ * token-major) as `op` says, by the angles of `*at`: positions, or a table made once by
+ * `posenc_rope_table` (bit for bit the same result).
+ *
+ * Returns `POSENC_OK`, or an error code with `x` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `x` to `len` writable floats;
+ * `at` to a readable `PosencAngles` whose buffers satisfy the buffer contract and do not
+ * overlap `x`.
+ */
+int posenc_rope_rotate_f32(const struct PosencRope *rope, PosencOp op, float *x, size_t len, size_t n_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_rotate_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_rotate_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_rotate_f16(const struct PosencRope *rope, PosencOp op, uint16_t *x, size_t len, size_t n_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_rotate_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_rotate_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_rotate_bf16(const struct PosencRope *rope, PosencOp op, uint16_t *x, size_t len, size_t n_heads, const struct PosencAngles *at);
+
+/**
+ * Rotates a query and a key buffer with different head counts (GQA/MQA) in one call, the
+ * cos/sin computed once per token: `q` holds `at->n_tokens * n_q_heads * head_dim` floats,
+ * `k` `at->n_tokens * n_kv_heads * head_dim`, both token-major. Bitwise the same as two
+ * `POSENC_OP_APPLY` calls.
+ *
+ * Returns `POSENC_OK`, or an error code with `q` and `k` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `q` and `k` to `q_len` and
+ * `k_len` writable floats that do not overlap each other, `rope` or the buffers of `*at`.
+ */
+int posenc_rope_apply_qk_f32(const struct PosencRope *rope, float *q, size_t q_len, size_t n_q_heads, float *k, size_t k_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_f16(const struct PosencRope *rope, uint16_t *q, size_t q_len, size_t n_q_heads, uint16_t *k, size_t k_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_bf16(const struct PosencRope *rope, uint16_t *q, size_t q_len, size_t n_q_heads, uint16_t *k, size_t k_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * Rotates the heads of up to 64 strided views of one buffer (`len` floats) by the angles of
+ * `*at`, cos/sin computed once per token for all of them. Every view is validated first: in
+ * bounds, and no two heads overlap.
+ *
+ * Returns `POSENC_OK`, or an error code with `x` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `x` to `len` writable floats;
+ * `views` to `n_views` readable `PosencView`; `x` must not overlap `views`, `rope` or the
+ * buffers of `*at`.
+ */
+int posenc_rope_apply_views_f32(const struct PosencRope *rope, float *x, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_views_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_views_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_views_f16(const struct PosencRope *rope, uint16_t *x, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_views_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_views_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_views_bf16(const struct PosencRope *rope, uint16_t *x, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * Rotates `x` (`len` floats, token-major) with several positions per token (M-RoPE
+ * `t, h, w`; 2-D vision `row, col`): `positions` holds `n_tokens * n_axes` `int32_t`, token
+ * by token, and `n_axes` must be the rope's axis count (`PosencRopeConfig.axes`). A token
+ * whose positions are all `p` gets exactly the rotation `POSENC_OP_APPLY` gives at `p`.
+ *
+ * Returns `POSENC_OK`, or an error code with `x` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `x` to `len` writable floats
+ * and `positions` to `positions_len` readable `int32_t`, not overlapping.
+ */
+int posenc_rope_apply_axes_f32(const struct PosencRope *rope, float *x, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
+
+/**
+ * `posenc_rope_apply_axes_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_axes_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_axes_f16(const struct PosencRope *rope, uint16_t *x, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
+
+/**
+ * `posenc_rope_apply_axes_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_axes_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_axes_bf16(const struct PosencRope *rope, uint16_t *x, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
 
 /**
  * Fills `out` (`len` floats, a whole number of rows of `d_model`) with the sinusoidal rows

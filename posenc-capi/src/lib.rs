@@ -2,7 +2,10 @@
 //!
 //! A C ABI for [`posenc`]: RoPE applied in place (f32, f16, bf16; interleaved and rotate_half;
 //! every scaling scheme), cos/sin tables, rotation with caller tables, sinusoidal position
-//! tables, and ALiBi slopes and biases. Built as a static library, a shared library and an
+//! tables, and ALiBi slopes and biases; for runtimes, angles computed once per forward pass
+//! (`PosencAngles`: positions or a table from [`posenc_rope_table`]), Q+K with GQA in one
+//! call, strided views, M-RoPE axes, presets by name or index, and the one-pass shift of a
+//! ggml `Q8_0`/`Q4_0` K cache. Built as a static library, a shared library and an
 //! rlib; the header `include/posenc.h` is generated from this crate by cbindgen
 //! (`check-header.sh` keeps it in sync).
 //!
@@ -45,14 +48,22 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod alibi;
+mod angles;
 mod error;
 mod misc;
+mod presets;
+mod quant;
 mod raw;
 mod rope;
+mod rotate;
 mod sinusoidal;
 
 pub use alibi::*;
+pub use angles::*;
 pub use error::*;
 pub use misc::*;
+pub use presets::*;
+pub use quant::*;
 pub use rope::*;
+pub use rotate::*;
 pub use sinusoidal::*;

@@ -3,7 +3,9 @@
 use crate::error::{Fail, run};
 use crate::raw::{Dtype, Raw};
 use core::ffi::c_int;
-use posenc::{Error, Layout, LongRope, Rope, RopeConfig, Scaling, Table, Yarn, bf16, f16};
+use posenc::{
+    Axes, Error, Layout, LongRope, Rope, RopeConfig, Rounding, Scaling, Table, Yarn, bf16, f16,
+};
 
 /// The largest `rotary_dim` a `PosencRope` supports (posenc's `MAX_ROTARY_DIM`).
 pub const POSENC_MAX_ROTARY_DIM: usize = 512;
@@ -231,6 +233,58 @@ pub struct PosencRopeConfig {
     pub layout: PosencLayout,
     /// Frequency scaling.
     pub scaling: PosencScaling,
+    /// First rotating channel of each head (0: the first; ggml's `rope_set_offset`):
+    /// channels `rotary_offset .. rotary_offset + rotary_dim` rotate, the rest are untouched.
+    pub rotary_offset: usize,
+    /// Position axes: a `POSENC_AXES_*` value (0: one position per token).
+    pub axes: PosencAxesKind,
+    /// Pairs per axis (t, h, w) for `POSENC_AXES_MROPE` and `POSENC_AXES_MROPE_INTERLEAVED`,
+    /// summing to at most `rotary_dim / 2`; ignored otherwise.
+    pub sections: [u32; 3],
+    /// How results are rounded: a `POSENC_ROUNDING_*` value (0: posenc's single rounding).
+    pub rounding: PosencRounding,
+}
+
+/// Position axes of a `PosencRopeConfig`: one of the `POSENC_AXES_*` values.
+pub type PosencAxesKind = u32;
+/// One position per token (the zero value).
+pub const POSENC_AXES_SINGLE: PosencAxesKind = 0;
+/// Qwen2-VL M-RoPE: three positions (t, h, w) per token, pairs in `sections` blocks.
+pub const POSENC_AXES_MROPE: PosencAxesKind = 1;
+/// Qwen3-VL interleaved M-RoPE: three positions per token, pairs cycling t, h, w.
+pub const POSENC_AXES_MROPE_INTERLEAVED: PosencAxesKind = 2;
+/// 2-D vision RoPE: two positions (row, column) per token.
+pub const POSENC_AXES_VISION_2D: PosencAxesKind = 3;
+
+/// Rounding of a `PosencRopeConfig`: one of the `POSENC_ROUNDING_*` values.
+pub type PosencRounding = u32;
+/// posenc's: exact angles, computed in float, rounded once (the zero value).
+pub const POSENC_ROUNDING_ONCE: PosencRounding = 0;
+/// HuggingFace eager (Llama, NeoX, Phi-3, GPT-J): f32 angle products, cos/sin and the
+/// products rounded to the element type, as HF's `apply_rotary_pos_emb` (bit-parity with HF).
+pub const POSENC_ROUNDING_HF_EAGER: PosencRounding = 1;
+/// HuggingFace with upcast (Cohere): rounded cos/sin, the rotation in unfused float, one
+/// rounding.
+pub const POSENC_ROUNDING_HF_UPCAST: PosencRounding = 2;
+
+fn axes(kind: PosencAxesKind, sections: [u32; 3]) -> Result<Axes, Fail> {
+    let sections = sections.map(|s| s as usize);
+    match kind {
+        POSENC_AXES_SINGLE => Ok(Axes::Single),
+        POSENC_AXES_MROPE => Ok(Axes::MRope { sections }),
+        POSENC_AXES_MROPE_INTERLEAVED => Ok(Axes::MRopeInterleaved { sections }),
+        POSENC_AXES_VISION_2D => Ok(Axes::Vision2d),
+        _ => Err(Fail::InvalidEnum("axes", kind)),
+    }
+}
+
+fn rounding(v: PosencRounding) -> Result<Rounding, Fail> {
+    match v {
+        POSENC_ROUNDING_ONCE => Ok(Rounding::Once),
+        POSENC_ROUNDING_HF_EAGER => Ok(Rounding::HfEager),
+        POSENC_ROUNDING_HF_UPCAST => Ok(Rounding::HfUpcast),
+        _ => Err(Fail::InvalidEnum("rounding", v)),
+    }
 }
 
 impl Default for PosencRopeConfig {
@@ -241,6 +295,10 @@ impl Default for PosencRopeConfig {
             base: 0.0,
             layout: POSENC_LAYOUT_INTERLEAVED,
             scaling: PosencScaling::default(),
+            rotary_offset: 0,
+            axes: POSENC_AXES_SINGLE,
+            sections: [0; 3],
+            rounding: POSENC_ROUNDING_ONCE,
         }
     }
 }
@@ -263,6 +321,8 @@ fn or_default(v: f32, default: f32) -> f32 {
 /// pointer/length pairs satisfy the buffer contract (readable for the duration of the call).
 unsafe fn resolve(cfg: &PosencRopeConfig) -> Result<Rope, Fail> {
     let lay = layout(cfg.layout)?;
+    let axes = axes(cfg.axes, cfg.sections)?;
+    let rounding = rounding(cfg.rounding)?;
     let p = &cfg.scaling.params;
     // SAFETY (every union read below): all members of PosencScalingParams are plain old data
     // with no invalid bit patterns (f32, u32, u8, usize, raw pointers), and the caller
@@ -344,8 +404,10 @@ unsafe fn resolve(cfg: &PosencRopeConfig) -> Result<Rope, Fail> {
     };
     let config = RopeConfig::new(cfg.head_dim, cfg.base, lay)
         .rotary_dim(rotary_dim)
+        .rotary_offset(cfg.rotary_offset)
+        .axes(axes)
         .scaling(scaling);
-    Ok(Rope::new(&config)?)
+    Ok(Rope::new(&config)?.with_rounding(rounding))
 }
 
 /// Words of storage a `PosencRope` reserves for posenc's resolved rope (frequencies, dims,
@@ -391,7 +453,7 @@ impl Default for PosencRope {
 }
 
 impl PosencRope {
-    fn new(rope: Rope) -> PosencRope {
+    pub(crate) fn new(rope: Rope) -> PosencRope {
         let mut blob = PosencRope {
             magic: MAGIC,
             storage: [0; POSENC_ROPE_STORAGE_WORDS],
@@ -427,7 +489,7 @@ impl PosencRope {
 /// # Safety
 /// `r` was checked by `Raw::one` and points to a readable `PosencRope` that nothing writes
 /// during the call.
-unsafe fn borrow<'a>(r: &Raw<PosencRope>) -> Result<&'a Rope, Fail> {
+pub(crate) unsafe fn borrow<'a>(r: &Raw<PosencRope>) -> Result<&'a Rope, Fail> {
     // SAFETY: non-NULL and aligned (Raw::one); readable and unchanging during the call by
     // this function's contract.
     let blob: &'a PosencRope = unsafe { &*r.ptr() };

@@ -12,6 +12,8 @@
 //! rope.rs       the RoPE driver: one streaming loop for every layout, dtype and angle source
 //!               (Kernel: Rotate)
 //! ceiling.rs    the memory ceiling x = x·a + b (Kernel: Axpb, memory_ceiling_pass)
+//! quant.rs      ggml's Q8_0/Q4_0 blocks: dequantize and reference quantize (Kernels:
+//!               Dequantize, Quantize)
 //! three_term.rs the recurrence y(j+2) = k·y(j+1) − y(j) down a block of rows (the
 //!               sinusoidal fill's inner loop)
 //! dispatch.rs   dispatch(backend, kernel): the one place a tier is chosen; Backend's methods
@@ -48,6 +50,7 @@ pub(crate) mod dispatch;
 pub(crate) mod job;
 pub(crate) mod math;
 mod portable;
+pub(crate) mod quant;
 pub(crate) mod rope;
 mod scalar;
 pub(crate) mod three_term;

@@ -676,6 +676,275 @@ static void test_library_info(void) {
     printf("posenc %s, backend %s\n", posenc_version(), b);
 }
 
+/* ------------------------------------------------------------ runtime entry points */
+
+static PosencAngles at_positions(const int32_t *p, size_t n) {
+    PosencAngles a = {POSENC_ANGLES_POSITIONS, n, p, NULL, 0};
+    return a;
+}
+
+static PosencAngles at_table(const float *t, size_t len, size_t n) {
+    PosencAngles a = {POSENC_ANGLES_TABLE, n, NULL, t, len};
+    return a;
+}
+
+/* Angles from a table equal angles from positions bit for bit, and both match the double
+ * reference; Q+K with GQA in one call; views; rotary_offset; M-RoPE text tokens. */
+static void test_runtime_rotation(void) {
+    enum { T = 3, HQ = 4, HK = 2, D = 16, NQ = T * HQ * D, NK = T * HK * D };
+    const int32_t pos[T] = {5, -9, 1000};
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    size_t tl = posenc_rope_table_len(&rope, T);
+    CHECK(tl == 2 * T * D / 2, "table_len %zu", tl);
+    float table[2 * T * D / 2];
+    CHECK_CODE(posenc_rope_table(&rope, pos, T, table, tl), POSENC_OK);
+    CHECK_CODE(posenc_rope_table(&rope, pos, T, table, tl - 1), POSENC_ERR_LENGTH_MISMATCH);
+
+    double xq[NQ], xk[NK], wq[NQ], wk[NK];
+    float q[NQ], k[NK], q2[NQ], k2[NK];
+    for (int i = 0; i < NQ; i++) xq[i] = ((i * 5) % 13 - 6) * 0.0625;
+    for (int i = 0; i < NK; i++) xk[i] = ((i * 3) % 7 - 3) * 0.25;
+    rope_ref(wq, xq, T, HQ, D, D, 1, pos, 10000.0, 0);
+    rope_ref(wk, xk, T, HK, D, D, 1, pos, 10000.0, 0);
+    for (int i = 0; i < NQ; i++) q[i] = q2[i] = (float)xq[i];
+    for (int i = 0; i < NK; i++) k[i] = k2[i] = (float)xk[i];
+    PosencAngles ap = at_positions(pos, T), at = at_table(table, tl, T);
+    CHECK_CODE(posenc_rope_apply_qk_f32(&rope, q, NQ, HQ, k, NK, HK, &at), POSENC_OK);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, q2, NQ, HQ, &ap), POSENC_OK);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, k2, NK, HK, &ap), POSENC_OK);
+    CHECK(memcmp(q, q2, sizeof q) == 0 && memcmp(k, k2, sizeof k) == 0,
+          "table + qk differs from positions, one buffer at a time");
+    int bad = 0;
+    for (int i = 0; i < NQ; i++) bad += fabs(q[i] - wq[i]) > 4 * TOL32;
+    for (int i = 0; i < NK; i++) bad += fabs(k[i] - wk[i]) > 4 * TOL32;
+    CHECK(bad == 0, "%d values off the double reference", bad);
+    /* Shift back by -pos: the keys return (within rounding). */
+    int32_t neg[T];
+    for (int t = 0; t < T; t++) neg[t] = -pos[t];
+    PosencAngles an = at_positions(neg, T);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_SHIFT, k, NK, HK, &an), POSENC_OK);
+    bad = 0;
+    for (int i = 0; i < NK; i++) bad += fabs(k[i] - xk[i]) > 4 * TOL32;
+    CHECK(bad == 0, "%d keys did not return", bad);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, 7, k, NK, HK, &an), POSENC_ERR_INVALID_ENUM);
+
+    /* Views: q and k heads side by side in a fused [T][HQ + HK][D] buffer. */
+    float fused[T * (HQ + HK) * D];
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < HQ * D; i++) fused[t * (HQ + HK) * D + i] = (float)xq[t * HQ * D + i];
+        for (int i = 0; i < HK * D; i++)
+            fused[t * (HQ + HK) * D + HQ * D + i] = (float)xk[t * HK * D + i];
+    }
+    PosencView views[2] = {{HQ, (HQ + HK) * D, D, 0}, {HK, (HQ + HK) * D, D, HQ * D}};
+    CHECK_CODE(posenc_rope_apply_views_f32(&rope, fused, T * (HQ + HK) * D, views, 2, &at),
+               POSENC_OK);
+    bad = 0;
+    for (int t = 0; t < T; t++) {
+        bad += memcmp(fused + t * (HQ + HK) * D, q2 + t * HQ * D, HQ * D * sizeof(float)) != 0;
+        bad += memcmp(fused + t * (HQ + HK) * D + HQ * D, k2 + t * HK * D,
+                      HK * D * sizeof(float)) != 0;
+    }
+    CHECK(bad == 0, "views differ from contiguous rotation in %d rows", bad);
+
+    /* rotary_offset: channels 8..15 rotate as a head of 8 would, 0..7 untouched. */
+    PosencRopeConfig oc = config(D, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    oc.rotary_dim = 8;
+    oc.rotary_offset = 8;
+    PosencRope orope;
+    CHECK_CODE(posenc_rope_init(&oc, &orope), POSENC_OK);
+    float xo[D];
+    double win[8], wout[8];
+    for (int i = 0; i < D; i++) xo[i] = (float)(i * 0.125 - 1.0);
+    for (int i = 0; i < 8; i++) win[i] = xo[8 + i];
+    rope_ref(wout, win, 1, 1, 8, 8, 0, pos + 2, 10000.0, 0);
+    CHECK_CODE(posenc_rope_apply_f32(&orope, xo, D, 1, pos + 2, 1), POSENC_OK);
+    bad = 0;
+    for (int i = 0; i < 8; i++) bad += xo[i] != (float)(i * 0.125 - 1.0);
+    for (int i = 0; i < 8; i++) bad += fabs(xo[8 + i] - wout[i]) > 4 * TOL32;
+    CHECK(bad == 0, "rotary_offset: %d values wrong", bad);
+    oc.rotary_offset = 10;
+    CHECK_CODE(posenc_rope_init(&oc, &orope), POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    oc.rotary_offset = 0;
+    oc.rounding = 9;
+    CHECK_CODE(posenc_rope_init(&oc, &orope), POSENC_ERR_INVALID_ENUM);
+
+    /* M-RoPE: a text token (all three axes equal) is plain RoPE at that position. */
+    PosencRopeConfig mc = config(D, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    mc.axes = POSENC_AXES_MROPE;
+    mc.sections[0] = 2;
+    mc.sections[1] = 3;
+    mc.sections[2] = 3;
+    PosencRope mrope;
+    CHECK_CODE(posenc_rope_init(&mc, &mrope), POSENC_OK);
+    const int32_t axes[3] = {1000, 1000, 1000};
+    float xm[D], xp[D];
+    for (int i = 0; i < D; i++) xm[i] = xp[i] = (float)xq[i];
+    CHECK_CODE(posenc_rope_apply_axes_f32(&mrope, xm, D, 1, axes, 3, 3), POSENC_OK);
+    CHECK_CODE(posenc_rope_apply_f32(&rope, xp, D, 1, pos + 2, 1), POSENC_OK);
+    CHECK(memcmp(xm, xp, sizeof xm) == 0, "M-RoPE text token differs from plain RoPE");
+    CHECK_CODE(posenc_rope_apply_axes_f32(&mrope, xm, D, 1, axes, 3, 1),
+               POSENC_ERR_LENGTH_MISMATCH);
+}
+
+/* ggml's reference quantizers, transcribed here in C (finite inputs). */
+static uint16_t ggml_fp32_to_fp16(float f) {
+    const float scale_to_inf = 0x1.0p+112f, scale_to_zero = 0x1.0p-110f;
+    float base = (fabsf(f) * scale_to_inf) * scale_to_zero;
+    uint32_t w, bits;
+    memcpy(&w, &f, 4);
+    const uint32_t shl1_w = w + w, sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u) bias = 0x71000000u;
+    uint32_t bb = (bias >> 1) + 0x07800000u;
+    float bf;
+    memcpy(&bf, &bb, 4);
+    base = bf + base;
+    memcpy(&bits, &base, 4);
+    const uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+static void ref_quantize_q8_0(const float *x, PosencBlockQ8_0 *y, int nb) {
+    for (int i = 0; i < nb; i++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            const float v = fabsf(x[i * 32 + j]);
+            amax = amax > v ? amax : v;
+        }
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = ggml_fp32_to_fp16(d);
+        for (int j = 0; j < 32; j++) y[i].qs[j] = (int8_t)roundf(x[i * 32 + j] * id);
+    }
+}
+
+static void ref_quantize_q4_0(const float *x, PosencBlockQ4_0 *y, int nb) {
+    for (int i = 0; i < nb; i++) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            const float v = x[i * 32 + j];
+            if (amax < fabsf(v)) {
+                amax = fabsf(v);
+                max = v;
+            }
+        }
+        const float d = max / -8;
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = ggml_fp32_to_fp16(d);
+        for (int j = 0; j < 16; j++) {
+            const float x0 = x[i * 32 + j] * id, x1 = x[i * 32 + 16 + j] * id;
+            const int8_t c0 = (int8_t)(x0 + 8.5f), c1 = (int8_t)(x1 + 8.5f);
+            const uint8_t xi0 = c0 < 15 ? c0 : 15, xi1 = c1 < 15 ? c1 : 15;
+            y[i].qs[j] = xi0;
+            y[i].qs[j] |= xi1 << 4;
+        }
+    }
+}
+
+static void ref_dequantize_q8_0(const PosencBlockQ8_0 *b, float *y, int nb) {
+    for (int i = 0; i < nb; i++) {
+        const float d = (float)f16_to_double(b[i].d);
+        for (int j = 0; j < 32; j++) y[i * 32 + j] = b[i].qs[j] * d;
+    }
+}
+
+static void ref_dequantize_q4_0(const PosencBlockQ4_0 *b, float *y, int nb) {
+    for (int i = 0; i < nb; i++) {
+        const float d = (float)f16_to_double(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            y[i * 32 + j] = ((b[i].qs[j] & 0x0F) - 8) * d;
+            y[i * 32 + j + 16] = ((b[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* The one-pass K-cache shift equals "dequantize -> shift in float -> quantize" with ggml's
+ * reference written in C, byte for byte; the conversions equal ggml's too. */
+static void test_quantized_shift(void) {
+    enum { T = 5, H = 3, D = 64, N = T * H * D, NB = N / 32 };
+    const int32_t deltas[T] = {-512, -512, 7, 0, 100000};
+    float x[N], f[N], g[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(sin(i * 0.37) * (1 + i % 5) * 0.3);
+    PosencRopeConfig cfg = config(D, 500000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    cfg.rotary_dim = 48;
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    PosencAngles at = at_positions(deltas, T);
+
+    PosencBlockQ8_0 k8[NB], w8[NB];
+    CHECK_CODE(posenc_quantize_q8_0(x, N, k8, NB), POSENC_OK);
+    ref_quantize_q8_0(x, w8, NB);
+    CHECK(memcmp(k8, w8, sizeof k8) == 0, "posenc_quantize_q8_0 differs from ggml's reference");
+    CHECK_CODE(posenc_dequantize_q8_0(k8, NB, f, N), POSENC_OK);
+    ref_dequantize_q8_0(k8, g, NB);
+    CHECK(memcmp(f, g, sizeof f) == 0, "posenc_dequantize_q8_0 differs");
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_SHIFT, g, N, H, &at), POSENC_OK);
+    ref_quantize_q8_0(g, w8, NB);
+    CHECK_CODE(posenc_rope_shift_q8_0(&rope, k8, NB, H, &at), POSENC_OK);
+    CHECK(memcmp(k8, w8, sizeof k8) == 0, "q8_0 shift differs from the three passes");
+
+    PosencBlockQ4_0 k4[NB], w4[NB];
+    CHECK_CODE(posenc_quantize_q4_0(x, N, k4, NB), POSENC_OK);
+    ref_quantize_q4_0(x, w4, NB);
+    CHECK(memcmp(k4, w4, sizeof k4) == 0, "posenc_quantize_q4_0 differs from ggml's reference");
+    ref_dequantize_q4_0(k4, g, NB);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_SHIFT, g, N, H, &at), POSENC_OK);
+    ref_quantize_q4_0(g, w4, NB);
+    /* From a table of the deltas this time. */
+    float table[2 * T * 24];
+    CHECK_CODE(posenc_rope_table(&rope, deltas, T, table, 2 * T * 24), POSENC_OK);
+    PosencAngles tat = at_table(table, 2 * T * 24, T);
+    CHECK_CODE(posenc_rope_shift_q4_0(&rope, k4, NB, H, &tat), POSENC_OK);
+    CHECK(memcmp(k4, w4, sizeof k4) == 0, "q4_0 shift differs from the three passes");
+
+    /* Errors leave the cache alone: a block count off by one, head_dim 48 (not whole
+     * blocks), a NULL cache. */
+    memcpy(w8, k8, sizeof k8);
+    CHECK_CODE(posenc_rope_shift_q8_0(&rope, k8, NB - 1, H, &at), POSENC_ERR_LENGTH_MISMATCH);
+    PosencRopeConfig c48 = config(48, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    PosencRope r48;
+    CHECK_CODE(posenc_rope_init(&c48, &r48), POSENC_OK);
+    CHECK_CODE(posenc_rope_shift_q8_0(&r48, k8, 9, 2, &at), POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    CHECK(strstr(posenc_last_error_detail(), "head_dim") != NULL, "detail '%s'",
+          posenc_last_error_detail());
+    CHECK_CODE(posenc_rope_shift_q8_0(&rope, NULL, NB, H, &at), POSENC_ERR_NULL_POINTER);
+    CHECK(memcmp(k8, w8, sizeof k8) == 0, "a failed shift changed the cache");
+}
+
+static void test_presets(void) {
+    size_t n = posenc_preset_count();
+    CHECK(n > 10, "only %zu presets", n);
+    CHECK(posenc_preset_name(n) == NULL, "name past the end");
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = posenc_preset_name(i);
+        PosencRope a, b;
+        size_t h = 0, kv = 0;
+        CHECK_CODE(posenc_rope_init_preset_index(i, &a, &h, &kv), POSENC_OK);
+        CHECK_CODE(posenc_rope_init_preset(name, &b, NULL, NULL), POSENC_OK);
+        float fa[256], fb[256];
+        size_t half = posenc_rope_rotary_dim(&a) / 2;
+        CHECK(half > 0 && half <= 256 && half == posenc_rope_rotary_dim(&b) / 2, "%s", name);
+        CHECK_CODE(posenc_rope_inv_freq(&a, fa, half), POSENC_OK);
+        CHECK_CODE(posenc_rope_inv_freq(&b, fb, half), POSENC_OK);
+        CHECK(memcmp(fa, fb, half * sizeof(float)) == 0 &&
+                  posenc_rope_attention_factor(&a) == posenc_rope_attention_factor(&b),
+              "preset %s: by name and by index differ", name);
+        if (strcmp(name, "Llama 3 8B") == 0) {
+            found = 1;
+            CHECK(h == 32 && kv == 8 && posenc_rope_head_dim(&a) == 128, "Llama 3 8B shape");
+        }
+    }
+    CHECK(found, "no Llama 3 8B preset");
+    PosencRope r;
+    memset(&r, 0, sizeof r);
+    CHECK_CODE(posenc_rope_init_preset("no such model", &r, NULL, NULL),
+               POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    CHECK(posenc_rope_head_dim(&r) == 0, "a failed preset init wrote the rope");
+}
+
 int main(void) {
     test_library_info();
     test_known_rotation();
@@ -685,6 +954,9 @@ int main(void) {
     test_sinusoidal();
     test_alibi();
     test_corrupted_rope_is_silent();
+    test_runtime_rotation();
+    test_quantized_shift();
+    test_presets();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,283 @@
+//! ggml's `Q8_0` and `Q4_0` blocks: their byte layout, and dequantization and quantization
+//! written once for every tier ([`Dequantize`], [`Quantize`]), byte for byte ggml's reference
+//! (`dequantize_row_q8_0` / `quantize_row_q8_0_ref` and the `q4_0` pair in `ggml-quants.c`).
+//!
+//! ```text
+//! Q8_0  d = f16(amax / 127)                 q[j] = roundf(x[j] · (1 / d))          x = q · d
+//! Q4_0  d = f16(max / −8), max = the first  q[j] = min(15, trunc(x[j] · (1/d) + 8.5))
+//!       value of largest magnitude          nibble j (low) and j + 16 (high)       x = (q − 8) · d
+//! ```
+//! The quantizers divide by the f32 scale, not by its f16 rounding (as ggml does), and
+//! `1 / d` is 0 for a zero scale.
+//!
+//! The block math is plain element-wise f32 arithmetic on 32-value arrays, inlined into each
+//! tier's `#[target_feature]` entry function, where the compiler vectorizes it for that
+//! tier; IEEE arithmetic without reassociation gives the same bits on every tier. Two steps
+//! of ggml's loops are order-dependent, and are done in another order only where that cannot
+//! change the result:
+//! * ggml's running maximum `MAX(amax, |x|)` (`a > b ? a : b`) forgets a NaN unless it is the
+//!   last value. Without NaN the maximum of a set does not depend on the order, so here it is
+//!   an integer maximum of the magnitudes' bits (which also detects a NaN); a block with a
+//!   NaN takes ggml's sequential loop.
+//! * `Q4_0` keeps the *first* value of largest magnitude (its sign matters): the maximum
+//!   finds the magnitude, a scan the first value that has it.
+//!
+//! Float-to-`int8_t` conversions of NaN or infinity are undefined in C; ggml's x86 builds give
+//! the low byte of `cvttss2si`'s `0x80000000`, 0, and so does this module. They occur only in
+//! blocks holding a NaN or an infinity, or whose scale is so small (below 2^-128) that `1 / d`
+//! overflows.
+
+use super::vector::{Kernel, Simd};
+
+/// Values per block (`QK8_0 = QK4_0 = 32`).
+pub const BLOCK: usize = 32;
+
+/// One ggml `Q8_0` block (`block_q8_0`): 32 values as an f16 scale `d` and 32 signed bytes,
+/// value `j` = `qs[j] · d`. `#[repr(C)]`, 34 bytes, alignment 2: a GGUF/llama.cpp `Q8_0`
+/// tensor (or K cache) is a slice of these.
+///
+/// ```
+/// use posenc::BlockQ8_0;
+/// assert_eq!((size_of::<BlockQ8_0>(), align_of::<BlockQ8_0>()), (34, 2));
+/// let b = BlockQ8_0 { d: posenc::f16::from_f32(0.5).to_bits(), qs: [2; 32] };
+/// let mut x = [0f32; 32];
+/// posenc::dequantize_q8_0(&[b], &mut x).unwrap();
+/// assert_eq!(x, [1.0; 32]);
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BlockQ8_0 {
+    /// The scale, as the bits of an IEEE binary16 (`ggml_half`).
+    pub d: u16,
+    /// The quantized values.
+    pub qs: [i8; BLOCK],
+}
+
+/// One ggml `Q4_0` block (`block_q4_0`): 32 values as an f16 scale `d` and 16 bytes of 4-bit
+/// codes; byte `j` holds value `j` in its low nibble and value `j + 16` in its high nibble,
+/// value = `(code − 8) · d`. `#[repr(C)]`, 18 bytes, alignment 2, byte-compatible with GGUF.
+///
+/// ```
+/// use posenc::BlockQ4_0;
+/// assert_eq!((size_of::<BlockQ4_0>(), align_of::<BlockQ4_0>()), (18, 2));
+/// let b = BlockQ4_0 { d: posenc::f16::from_f32(0.5).to_bits(), qs: [0x9A; 16] };
+/// let mut x = [0f32; 32];
+/// posenc::dequantize_q4_0(&[b], &mut x).unwrap();
+/// assert_eq!((x[0], x[16]), (1.0, 0.5)); // (10 − 8) · 0.5, (9 − 8) · 0.5
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BlockQ4_0 {
+    /// The scale, as the bits of an IEEE binary16 (`ggml_half`).
+    pub d: u16,
+    /// The 4-bit codes, two per byte.
+    pub qs: [u8; BLOCK / 2],
+}
+
+/// A block format: how 32 f32 values become a block and back.
+pub(crate) trait Block: Copy {
+    /// The block's values (exact: an int of at most 8 bits times an f16 is an f32).
+    fn dequantize(&self, out: &mut [f32; BLOCK]);
+    /// ggml's reference quantization of `x`.
+    fn quantize(x: &[f32; BLOCK]) -> Self;
+}
+
+/// `|v|` (`fabsf`): the sign bit cleared.
+#[inline(always)]
+fn abs(v: f32) -> f32 {
+    f32::from_bits(v.to_bits() & 0x7FFF_FFFF)
+}
+
+/// ggml's `MAX(a, b)`: `a > b ? a : b`.
+#[inline(always)]
+fn gmax(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
+/// The bits of the largest `|x[j]|`, compared as integers: for non-negative floats the bit
+/// patterns order as the values do, and a NaN's lie above infinity's (`0x7F80_0000`), so a
+/// result above that says the block holds a NaN. Integer maxima are associative, so this is
+/// a vector reduction in any order.
+#[inline(always)]
+fn amax_bits(x: &[f32; BLOCK]) -> u32 {
+    let mut m = [0u32; 8];
+    for k in 0..BLOCK / 8 {
+        for (j, mj) in m.iter_mut().enumerate() {
+            *mj = (*mj).max(x[8 * k + j].to_bits() & 0x7FFF_FFFF);
+        }
+    }
+    m.iter().fold(0, |a, &b| a.max(b))
+}
+
+/// Bits above those of infinity: a NaN.
+const NAN_BITS: u32 = 0x7F80_0000;
+
+/// ggml's `GGML_FP32_TO_FP16`: round to nearest even; NaN becomes `0x7E00` with its sign.
+#[inline(always)]
+pub(crate) fn f32_to_f16_bits(v: f32) -> u16 {
+    if v.is_nan() {
+        ((v.to_bits() >> 16) as u16 & 0x8000) | 0x7E00
+    } else {
+        half::f16::from_f32(v).to_bits()
+    }
+}
+
+/// ggml's `GGML_FP16_TO_FP32` (exact).
+#[inline(always)]
+fn f16_bits_to_f32(d: u16) -> f32 {
+    half::f16::from_bits(d).to_f32()
+}
+
+/// Whether `v` converts to an i32 without overflow (false for NaN).
+#[inline(always)]
+fn fits_i32(v: f32) -> bool {
+    abs(v) < 2_147_483_648.0 || v == -2_147_483_648.0
+}
+
+/// C's `(int8_t)v` for a float `v` as ggml's x86 builds compute it: truncated to an i32 by
+/// `cvttss2si` (NaN and values outside the i32 range give `0x80000000`), then its low byte.
+/// Written with selects, not branches, so that the block loops vectorize.
+#[inline(always)]
+fn to_i8_x86(v: f32) -> i8 {
+    let t = if fits_i32(v) { v as i32 } else { i32::MIN };
+    t as i8
+}
+
+/// C's `(int8_t)roundf(v)` (half away from zero), as [`to_i8_x86`] converts it.
+#[inline(always)]
+fn round_i8(v: f32) -> i8 {
+    let ok = fits_i32(v);
+    let t = if ok { v as i32 } else { 0 };
+    let frac = v - t as f32; // exact for |v| < 2^31: t and v share their binade or t = v
+    let r = t
+        .wrapping_add(i32::from(frac >= 0.5))
+        .wrapping_sub(i32::from(frac <= -0.5));
+    // NaN, ±inf, huge: roundf leaves them as they are, and their conversion's low byte is 0.
+    if ok { r as i8 } else { 0 }
+}
+
+/// `1 / d`, or 0 when `d` is zero (C's `d ? 1.0f/d : 0.0f`: NaN counts as non-zero).
+#[inline(always)]
+fn inverse(d: f32) -> f32 {
+    if d != 0.0 { 1.0 / d } else { 0.0 }
+}
+
+impl Block for BlockQ8_0 {
+    #[inline(always)]
+    fn dequantize(&self, out: &mut [f32; BLOCK]) {
+        let d = f16_bits_to_f32(self.d);
+        for (o, &q) in out.iter_mut().zip(&self.qs) {
+            *o = f32::from(q) * d;
+        }
+    }
+
+    #[inline(always)]
+    fn quantize(x: &[f32; BLOCK]) -> BlockQ8_0 {
+        let bits = amax_bits(x);
+        let amax = if bits > NAN_BITS {
+            x.iter().fold(0.0, |a, &v| gmax(a, abs(v))) // ggml's loop, NaN and all
+        } else {
+            f32::from_bits(bits)
+        };
+        let d = amax / 127.0;
+        let id = inverse(d);
+        let mut qs = [0i8; BLOCK];
+        for (q, &v) in qs.iter_mut().zip(x) {
+            *q = round_i8(v * id);
+        }
+        BlockQ8_0 {
+            d: f32_to_f16_bits(d),
+            qs,
+        }
+    }
+}
+
+impl Block for BlockQ4_0 {
+    #[inline(always)]
+    fn dequantize(&self, out: &mut [f32; BLOCK]) {
+        let d = f16_bits_to_f32(self.d);
+        let (lo, hi) = out.split_at_mut(BLOCK / 2);
+        for ((l, h), &q) in lo.iter_mut().zip(hi.iter_mut()).zip(&self.qs) {
+            *l = ((q & 0x0F) as i32 - 8) as f32 * d;
+            *h = ((q >> 4) as i32 - 8) as f32 * d;
+        }
+    }
+
+    #[inline(always)]
+    fn quantize(x: &[f32; BLOCK]) -> BlockQ4_0 {
+        let bits = amax_bits(x);
+        let max = if bits > NAN_BITS {
+            // ggml's loop as written: `amax < |v|` is false for NaN.
+            let (mut amax, mut max) = (0.0f32, 0.0f32);
+            for &v in x {
+                if amax < abs(v) {
+                    amax = abs(v);
+                    max = v;
+                }
+            }
+            max
+        } else {
+            let amax = f32::from_bits(bits);
+            // The first value of that magnitude; 0 (not a −0 value) when every value is ±0.
+            // (Backwards with selects: no branch per value.)
+            let mut max = 0.0f32;
+            for &v in x.iter().rev() {
+                max = if abs(v) == amax && amax > 0.0 { v } else { max };
+            }
+            max
+        };
+        let d = max / -8.0;
+        let id = inverse(d);
+        let mut qs = [0u8; BLOCK / 2];
+        let (lo, hi) = x.split_at(BLOCK / 2);
+        for ((q, &a), &b) in qs.iter_mut().zip(lo).zip(hi) {
+            *q = nibble(a * id) | (nibble(b * id) << 4);
+        }
+        BlockQ4_0 {
+            d: f32_to_f16_bits(d),
+            qs,
+        }
+    }
+}
+
+/// ggml's `MIN(15, (int8_t)(x0 + 8.5f))` stored into a `uint8_t`.
+#[inline(always)]
+fn nibble(x0: f32) -> u8 {
+    i32::from(to_i8_x86(x0 + 8.5)).min(15) as u8
+}
+
+/// Dequantizes `blocks` into `out` (`32 · blocks.len()` values; checked by the caller).
+pub(crate) struct Dequantize<'a, B> {
+    pub blocks: &'a [B],
+    pub out: &'a mut [f32],
+}
+
+impl<B: Block> Kernel for Dequantize<'_, B> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<S: Simd>(self, _s: S) {
+        for (b, o) in self.blocks.iter().zip(self.out.chunks_exact_mut(BLOCK)) {
+            let o: &mut [f32; BLOCK] = o.try_into().expect("chunks of BLOCK");
+            b.dequantize(o);
+        }
+    }
+}
+
+/// Quantizes `x` (`32 · out.len()` values; checked by the caller) into `out`.
+pub(crate) struct Quantize<'a, B> {
+    pub x: &'a [f32],
+    pub out: &'a mut [B],
+}
+
+impl<B: Block> Kernel for Quantize<'_, B> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<S: Simd>(self, _s: S) {
+        for (o, x) in self.out.iter_mut().zip(self.x.chunks_exact(BLOCK)) {
+            let x: &[f32; BLOCK] = x.try_into().expect("chunks of BLOCK");
+            *o = B::quantize(x);
+        }
+    }
+}
