@@ -42,6 +42,9 @@ const U: f64 = 1.0 / 16_777_216.0;
 const E: f64 = 2.4e-7;
 /// The largest position magnitude of the contract's domain for frequencies ≤ 1.
 const DOMAIN: i64 = 1 << 26;
+/// f16 storage runs except under Miri with F16C compiled in: Miri has no model of the F16C
+/// conversions (`vcvtps2ph`); f16 is covered natively and under qemu.
+const F16: bool = !cfg!(all(miri, target_feature = "f16c"));
 
 /// Per-pair relative error of one rotation (see the module docs).
 fn delta(e: f64) -> f64 {
@@ -318,7 +321,9 @@ proptest! {
 
     #[test]
     fn norm_preserved_f16_bf16(s in shape(2)) {
-        check_norm::<f16>(&s)?;
+        if F16 {
+            check_norm::<f16>(&s)?;
+        }
         check_norm::<bf16>(&s)?;
     }
 }
@@ -534,7 +539,9 @@ proptest! {
     fn inverse_after_apply_is_identity(s in shape(4)) {
         for backend in available() {
             check_inverse::<f32>(&s, backend)?;
-            check_inverse::<f16>(&s, backend)?;
+            if F16 {
+                check_inverse::<f16>(&s, backend)?;
+            }
             check_inverse::<bf16>(&s, backend)?;
         }
     }
@@ -644,7 +651,9 @@ proptest! {
     fn layout_equivalence_bitwise(s in shape(3)) {
         for op in [Op::Apply, Op::Inverse, Op::Table] {
             check_layouts::<f32>(&s, op)?;
-            check_layouts::<f16>(&s, op)?;
+            if F16 {
+                check_layouts::<f16>(&s, op)?;
+            }
             check_layouts::<bf16>(&s, op)?;
         }
     }
@@ -757,7 +766,9 @@ proptest! {
     fn partial_rotary_tail_untouched(s in partial_shape()) {
         for op in [Op::Apply, Op::Inverse, Op::Table] {
             check_tail::<f32>(&s, op)?;
-            check_tail::<f16>(&s, op)?;
+            if F16 {
+                check_tail::<f16>(&s, op)?;
+            }
             check_tail::<bf16>(&s, op)?;
         }
     }
@@ -936,7 +947,9 @@ proptest! {
     ) {
         let layout = sin_layout_of(il);
         check_sin_fill::<f32>(d, 10_000.0, layout, first, rows)?;
-        check_sin_fill::<f16>(d, 10_000.0, layout, first, rows)?;
+        if F16 {
+            check_sin_fill::<f16>(d, 10_000.0, layout, first, rows)?;
+        }
         check_sin_fill::<bf16>(d, 10_000.0, layout, first, rows)?;
     }
 }

@@ -121,6 +121,9 @@ impl Rng {
 
 /// Under Miri: fewer configurations and shapes, the same code paths (`cfg(miri)` sizes).
 const MIRI: bool = cfg!(miri);
+/// f16 storage runs except under Miri with F16C compiled in: Miri has no model of the F16C
+/// conversions (`vcvtps2ph`); f16 is covered natively and under qemu.
+const F16: bool = !cfg!(all(miri, target_feature = "f16c"));
 
 /// The first `n` of `items` under Miri, all of them natively.
 fn thin<T: Copy>(items: &[T], n: usize) -> &[T] {
@@ -288,7 +291,9 @@ fn fused_qkv_rows() {
         {
             let seed = (i * 16 + j) as u64;
             check_fused_qkv::<f32>(rope, name, nq, nk, nv, seed);
-            check_fused_qkv::<f16>(rope, name, nq, nk, nv, seed);
+            if F16 {
+                check_fused_qkv::<f16>(rope, name, nq, nk, nv, seed);
+            }
             check_fused_qkv::<bf16>(rope, name, nq, nk, nv, seed);
         }
     }
@@ -337,7 +342,9 @@ fn head_major_equals_token_major_permuted() {
         for &s in thin(&[0, 1, 2], 1) {
             let seed = 1000 + (i * 8 + s) as u64;
             check_head_major::<f32>(rope, name, seed);
-            check_head_major::<f16>(rope, name, seed);
+            if F16 {
+                check_head_major::<f16>(rope, name, seed);
+            }
             check_head_major::<bf16>(rope, name, seed);
         }
     }
@@ -406,7 +413,9 @@ fn arena_offsets_and_padding() {
         for &s in thin(&[0, 1, 2], 1) {
             let seed = 2000 + (i * 8 + s) as u64;
             check_arena::<f32>(rope, name, seed);
-            check_arena::<f16>(rope, name, seed);
+            if F16 {
+                check_arena::<f16>(rope, name, seed);
+            }
             check_arena::<bf16>(rope, name, seed);
         }
     }
@@ -475,7 +484,9 @@ fn apply_qk_equals_two_applies() {
         {
             let seed = 3000 + (i * 16 + j) as u64;
             check_qk::<f32>(rope, name, nq, nk, seed);
-            check_qk::<f16>(rope, name, nq, nk, seed);
+            if F16 {
+                check_qk::<f16>(rope, name, nq, nk, seed);
+            }
             check_qk::<bf16>(rope, name, nq, nk, seed);
         }
     }
@@ -583,7 +594,9 @@ fn check_offsets<T: Dt>(seed: u64) {
 #[test]
 fn rotary_offset_window() {
     check_offsets::<f32>(1);
-    check_offsets::<f16>(2);
+    if F16 {
+        check_offsets::<f16>(2);
+    }
     check_offsets::<bf16>(3);
 }
 
@@ -862,7 +875,9 @@ fn validation_errors_leave_buffer_untouched() {
                     .with_backend(b)
                     .unwrap();
                 check_bad::<f32>(&rope, c, i as u64);
-                check_bad::<f16>(&rope, c, i as u64);
+                if F16 {
+                    check_bad::<f16>(&rope, c, i as u64);
+                }
                 check_bad::<bf16>(&rope, c, i as u64);
             }
         }
