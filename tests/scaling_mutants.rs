@@ -62,14 +62,21 @@ fn yarn_upper_clamp_of_the_correction_range() {
         beta_slow: 0.01,
         ..Yarn::new(factor, l0)
     };
-    let rope = Rope::new(&RopeConfig::new(d, base, Layout::RotateHalf).scaling(Scaling::Yarn(y)))
-        .unwrap();
+    let rope =
+        Rope::new(&RopeConfig::new(d, base, Layout::RotateHalf).scaling(Scaling::Yarn(y))).unwrap();
     let (want, lo, hi) = yarn_reference(base as f64, d, factor as f64, l0 as f64, 32.0, 0.01);
     // The case reaches the clamp: the unclamped upper end is past d − 1.
     let dim = d as f64;
-    let unclamped = (dim * (l0 as f64 / (0.01 * 2.0 * PI)).ln() / (2.0 * (base as f64).ln())).ceil();
-    assert!(unclamped > dim - 1.0 && hi == dim - 1.0, "hi {unclamped} → {hi}");
-    assert!(lo > 0.0 && lo < (d / 2) as f64, "lo {lo}: the ramp has pairs inside it");
+    let unclamped =
+        (dim * (l0 as f64 / (0.01 * 2.0 * PI)).ln() / (2.0 * (base as f64).ln())).ceil();
+    assert!(
+        unclamped > dim - 1.0 && hi == dim - 1.0,
+        "hi {unclamped} → {hi}"
+    );
+    assert!(
+        lo > 0.0 && lo < (d / 2) as f64,
+        "lo {lo}: the ramp has pairs inside it"
+    );
     close(rope.inv_freq(), &want, "yarn beta_slow 0.01");
     // HF's default attention factor, 0.1·ln(s) + 1.
     let af = 0.1 * (factor as f64).ln() + 1.0;
@@ -146,7 +153,10 @@ fn llama3_low_freq_factor_not_one() {
                 "llama3 base {base} low {low} high {high}: pair {j}: posenc {g:e}, HF {w:e}"
             );
         }
-        assert!(checked >= d / 2 - 2, "only {checked} pairs away from the band edges");
+        assert!(
+            checked >= d / 2 - 2,
+            "only {checked} pairs away from the band edges"
+        );
         assert!(smoothed >= 2, "the smoothing band holds {smoothed} pairs");
     }
 }

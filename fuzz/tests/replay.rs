@@ -10,13 +10,18 @@ type Target = fn(&[u8]);
 
 const TARGETS: &[(&str, Target)] = &[
     ("bad_input", posenc_fuzz::targets::bad_input::fuzz),
-    ("layout_equivalence", posenc_fuzz::targets::layout_equivalence::fuzz),
+    (
+        "layout_equivalence",
+        posenc_fuzz::targets::layout_equivalence::fuzz,
+    ),
     ("permutation", posenc_fuzz::targets::permutation::fuzz),
     ("views", posenc_fuzz::targets::views::fuzz),
 ];
 
 fn replay(name: &str, fuzz: Target) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(name);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(name);
     let mut files: Vec<_> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e} (every target keeps a seed corpus)", dir.display()))
         .map(|e| e.unwrap().path())
@@ -57,7 +62,14 @@ fn every_target_replayed() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz_targets");
     let mut on_disk: Vec<String> = fs::read_dir(dir)
         .unwrap()
-        .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     on_disk.sort();
     let mut listed: Vec<String> = TARGETS.iter().map(|t| t.0.to_string()).collect();

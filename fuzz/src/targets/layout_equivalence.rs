@@ -15,12 +15,12 @@
 //! * every backend agrees with `Backend::Scalar`: bitwise where `matches_scalar_bitwise`, else
 //!   within the documented rotation bound (see [`agreement`]); cos/sin tables bitwise always.
 
-use arbitrary::Arbitrary;
-use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, apply_with_table_on, bf16, f16};
 use crate::{
     DtypeSel, FloatParam, Fz, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
     positions, to_interleaved, to_rotate_half,
 };
+use arbitrary::Arbitrary;
+use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, apply_with_table_on, bf16, f16};
 
 #[derive(Arbitrary, Debug)]
 enum BaseSel {

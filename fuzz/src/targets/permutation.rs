@@ -14,16 +14,16 @@
 //! * with arbitrary claimed shapes, every function either succeeds or fails without touching
 //!   its output, and never panics.
 
+use crate::{
+    DtypeSel, Fz, MAX_ELEMS, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
+    positions, to_interleaved, to_rotate_half,
+};
 use arbitrary::Arbitrary;
 use posenc::{
     Backend, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16, permute_to_interleaved,
     permute_to_interleaved_in_place, permute_to_rotate_half, permute_to_rotate_half_in_place,
     permute_weight_to_interleaved, permute_weight_to_interleaved_in_place,
     permute_weight_to_rotate_half, permute_weight_to_rotate_half_in_place,
-};
-use crate::{
-    DtypeSel, Fz, MAX_ELEMS, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
-    positions, to_interleaved, to_rotate_half,
 };
 
 #[derive(Arbitrary, Debug)]

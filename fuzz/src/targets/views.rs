@@ -21,13 +21,13 @@
 //!
 //! Computed values compare bitwise up to NaN payloads (`assert_same`); "untouched" is bitwise.
 
+use crate::{
+    DtypeSel, FloatParam, Fz, MAX_ELEMS, PosSel, assert_bits_eq, assert_same, gen_vec, positions,
+};
 use arbitrary::Arbitrary;
 use posenc::{
     Axes, Backend, Layout, MAX_ROTARY_DIM, MAX_VIEWS, Rope, RopeConfig, Rounding, Scaling, View,
     Yarn, bf16, f16,
-};
-use crate::{
-    DtypeSel, FloatParam, Fz, MAX_ELEMS, PosSel, assert_bits_eq, assert_same, gen_vec, positions,
 };
 
 /// A claimed stride/offset/count, relative to `head_dim` where it matters.
