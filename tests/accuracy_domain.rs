@@ -163,7 +163,7 @@ fn encoder(kind: u8, d: usize) -> (Sinusoidal, Vec<f64>) {
     let half = d / 2;
     match kind % 4 {
         0 | 1 => {
-            let layout = if kind % 4 == 0 {
+            let layout = if kind.is_multiple_of(4) {
                 SinusoidalLayout::Interleaved
             } else {
                 SinusoidalLayout::Split
