@@ -74,6 +74,17 @@ macro_rules! positions {
                 }
             }
 
+            /// The first position with `|p| > limit`, if any.
+            fn first_beyond(&self, limit: u32) -> Option<i128> {
+                let limit = limit as i128;
+                match self {
+                    $(Ints::$v(s) => s
+                        .iter()
+                        .map(|&p| p as i128)
+                        .find(|p| p.abs() > limit)),*
+                }
+            }
+
             /// Writes positions `from ..` into `out` as i32 (validated: they fit), as many as
             /// fit; returns how many.
             pub(crate) fn convert(&self, from: usize, out: &mut [i32]) -> usize {
@@ -104,18 +115,26 @@ impl<'a> Ints<'a> {
         }
     }
 
-    /// Checks that every position fits an i32 (`what` names the argument in the error).
-    pub(crate) fn check(&self, what: &'static str) -> Result<(), Error> {
-        if self.as_i32().is_some() {
-            return Ok(());
+    /// Checks that every position fits an i32 ([`Error::PositionOutOfRange`]) and that
+    /// `|p| ≤ limit`, the largest position whose angles stay in the accuracy contract's domain
+    /// for the rope's frequencies ([`Error::OutOfDomain`]). `what` names the argument.
+    pub(crate) fn check(&self, what: &'static str, limit: u32) -> Result<(), Error> {
+        if self.as_i32().is_none() {
+            if let Some((index, value)) = self.first_out_of_range() {
+                return Err(Error::PositionOutOfRange {
+                    what,
+                    index,
+                    value: value.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                });
+            }
         }
-        match self.first_out_of_range() {
-            None => Ok(()),
-            Some((index, value)) => Err(Error::PositionOutOfRange {
+        match self.first_beyond(limit) {
+            Some(value) => Err(Error::OutOfDomain {
                 what,
-                index,
-                value: value.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                limit: limit as f64,
+                value: value as f64,
             }),
+            None => Ok(()),
         }
     }
 }

@@ -168,6 +168,27 @@ pub enum Error {
         /// Its value.
         value: i64,
     },
+    /// A position, time or angle lies outside the domain where posenc's accuracy contract
+    /// holds (`|p·ω| ≤ 2^26` rad, see the crate docs' *Accuracy contract*): beyond it the
+    /// exact range reduction stops being exact, so the call is refused rather than answered
+    /// less accurately.
+    ///
+    /// ```
+    /// use posenc::{Error, Sinusoidal, SinusoidalLayout};
+    /// let pe = Sinusoidal::new(8, 1e4, SinusoidalLayout::Interleaved).unwrap();
+    /// let mut out = [0f32; 8];
+    /// let err = pe.fill_positions(&mut out, &[1 << 27]).unwrap_err();
+    /// assert!(matches!(err, Error::OutOfDomain { what: "positions", .. }));
+    /// assert_eq!(out, [0.0; 8]); // nothing written
+    /// ```
+    OutOfDomain {
+        /// Which argument (`"positions"`, `"times"`, `"position * freq"`, ...).
+        what: &'static str,
+        /// The largest magnitude accepted for it.
+        limit: f64,
+        /// The value given (the first offending one).
+        value: f64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -253,6 +274,12 @@ impl fmt::Display for Error {
                 f,
                 "`{what}[{index}]` is {value}, outside the i32 range RoPE positions take"
             ),
+            Error::OutOfDomain { what, limit, value } => {
+                write!(
+                    f,
+                    "`{what}` must lie within ±{limit} (the domain of the accuracy contract), got {value}"
+                )
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 
 use crate::angles::{Angles, Source};
 use crate::element::Element;
-use crate::error::{Error, Formula};
+use crate::error::Error;
 use crate::rope::Rope;
 use crate::sinusoidal::Sinusoidal;
 use crate::validate::check_rows;
@@ -251,33 +251,17 @@ impl Sinusoidal {
     /// ```
     pub fn par_fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
         let d = self.d_model();
-        if !out.len().is_multiple_of(d) {
-            return Err(Error::NotWholeRows {
-                what: "out",
-                len: out.len(),
-                row: d,
-                formula: Formula::two(&"positions × d_model", [0, d]),
-            });
-        }
+        self.check_fill(out.len(), first_position)?;
         if out.len() < PAR_MIN_ELEMENTS {
             return self.fill(out, first_position);
         }
         let rows = out.len() / d;
-        // Rows whose position would pass u32::MAX cannot start a piece (the serial call
-        // forms `first + r` in f64, exactly); they stay in the last piece.
-        let startable = (u32::MAX - first_position) as usize; // rows 1..=startable may start
-        let (head, tail) = if rows - 1 > startable {
-            out.split_at_mut(startable * d)
-        } else {
-            (out, &mut [][..])
-        };
+        // Every row's position is at most 2^26 (checked above), so each piece's first
+        // position fits a u32.
         let per = self.par_rows(rows);
-        head.par_chunks_mut(per * d)
+        out.par_chunks_mut(per * d)
             .enumerate()
             .for_each(|(i, o)| ok(self.fill(o, first_position + (i * per) as u32)));
-        if !tail.is_empty() {
-            ok(self.fill(tail, first_position + startable as u32));
-        }
         Ok(())
     }
 
@@ -298,7 +282,7 @@ impl Sinusoidal {
         out: &mut [T],
         positions: &[i32],
     ) -> Result<(), Error> {
-        self.check_rows_of(out.len(), "out", positions.len())?;
+        self.check_positions(out.len(), "out", positions)?;
         self.split_positions(out, positions, |o, p| ok(self.fill_positions(o, p)));
         Ok(())
     }
@@ -316,22 +300,8 @@ impl Sinusoidal {
     /// assert_eq!(a, b);
     /// ```
     pub fn par_add<T: Element>(&self, x: &mut [T], positions: &[i32]) -> Result<(), Error> {
-        self.check_rows_of(x.len(), "x", positions.len())?;
+        self.check_positions(x.len(), "x", positions)?;
         self.split_positions(x, positions, |x, p| ok(self.add(x, p)));
-        Ok(())
-    }
-
-    /// The serial calls' length check: `len == n · d_model`.
-    fn check_rows_of(&self, len: usize, what: &'static str, n: usize) -> Result<(), Error> {
-        let expected = n.checked_mul(self.d_model()).ok_or(Error::ShapeOverflow)?;
-        if len != expected {
-            return Err(Error::LengthMismatch {
-                what,
-                expected,
-                actual: len,
-                formula: Formula::two(&"positions × d_model", [n, self.d_model()]),
-            });
-        }
         Ok(())
     }
 

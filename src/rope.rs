@@ -13,6 +13,7 @@ use crate::engine::job::{Angles as EngineAngles, Job, Positions as EnginePositio
 use crate::engine::rope;
 use crate::error::{Error, Formula};
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
+use crate::trig;
 use crate::types::{Backend, Layout, Rounding, View};
 use crate::validate::{check_offset, check_qk, check_rows, check_table};
 use crate::view;
@@ -384,11 +385,18 @@ impl Rope {
         View::token_major(n_heads, self.head_dim)
     }
 
+    /// The largest |position| whose angles `p·ω` stay within the accuracy contract's domain
+    /// (`trig::MAX_ANGLE`) for every frequency of this rope.
+    pub(crate) fn position_limit(&self) -> u32 {
+        let w = self.inv_freq().iter().fold(0.0f32, |m, &w| m.max(w.abs()));
+        trig::max_abs_position(w)
+    }
+
     /// Checks an angle source against this rope: positions fit an i32; a table has
     /// `rotary_dim / 2` pairs per token.
     pub(crate) fn check_source(&self, src: &Source<'_>) -> Result<(), Error> {
         match src {
-            Source::Positions(p) => p.check("positions"),
+            Source::Positions(p) => p.check("positions", self.position_limit()),
             Source::Table(t) => {
                 let half = self.rotary_dim / 2;
                 if t.tokens() > 0 && t.pairs() != half {
@@ -645,7 +653,7 @@ impl Rope {
         let n_axes = self.check_axes(A)?;
         check_rows("x", x.len(), n_heads, self.head_dim, positions.len())?;
         let flat = P::ints(positions.as_flattened());
-        flat.check("positions")?;
+        flat.check("positions", self.position_limit())?;
         let views = [self.contiguous(n_heads)];
         let targets = &mut [Target { x, views: &views }];
         let m = self.attention_factor;
@@ -748,7 +756,7 @@ impl Rope {
         buf: &'b mut [f32],
     ) -> Result<Table<'b>, Error> {
         let ints = positions.ints();
-        ints.check("positions")?;
+        ints.check("positions", self.position_limit())?;
         let tokens = ints.len();
         let (cos, sin) = self.split_table(buf, tokens)?;
         let half = self.rotary_dim / 2;
@@ -791,7 +799,7 @@ impl Rope {
     ) -> Result<Table<'b>, Error> {
         let n_axes = self.check_axes(A)?;
         let flat = P::ints(positions.as_flattened());
-        flat.check("positions")?;
+        flat.check("positions", self.position_limit())?;
         let tokens = positions.len();
         let (cos, sin) = self.split_table(buf, tokens)?;
         let half = self.rotary_dim / 2;
@@ -862,7 +870,7 @@ impl Rope {
         let half = self.rotary_dim / 2;
         check_table("cos", cos.len(), ints.len(), self.rotary_dim)?;
         check_table("sin", sin.len(), ints.len(), self.rotary_dim)?;
-        ints.check("positions")?;
+        ints.check("positions", self.position_limit())?;
         let m = self.attention_factor;
         // `.exact()`: exact angles whatever the rounding mode (the contract's values).
         match ints.as_i32() {

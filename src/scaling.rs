@@ -489,9 +489,9 @@ pub(crate) fn resolve(
 }
 
 /// The largest frequency posenc accepts: 2^16 rad per position. Real checkpoints never
-/// exceed 1 (`ω_0 = 1` is the fastest pair); the bound keeps every angle `p·ω` (|p| ≤ 2^31)
-/// below 2^47, where the range reduction's rounding trick and quadrant stay valid and every
-/// backend computes the same cos/sin. The 2.4e-7 accuracy contract covers `|p·ω| < 2^24`.
+/// exceed 1 (`ω_0 = 1` is the fastest pair). The accuracy contract's domain is the angle,
+/// `|p·ω| ≤ 2^26` (`trig::MAX_ANGLE`), checked per call on the positions; this bound keeps
+/// at least the positions `|p| ≤ 1024` usable with every accepted frequency.
 pub(crate) const MAX_INV_FREQ: f32 = 65_536.0;
 
 /// Refuses frequencies that are negative, non-finite or above [`MAX_INV_FREQ`].

@@ -1,16 +1,23 @@
 //! Accurate sin/cos for positional encodings: exact angle, f64 range reduction, f32 polynomial.
 //!
-//! The angle `p · ω` is formed in f64 (exact for RoPE: an i32 times an f32 has at most
-//! 31 + 24 bits), reduced to `r ∈ [−π/4, π/4]` and a quadrant with a three-part Cody–Waite
-//! split of π/2 whose first two parts have 27 significant bits, so `k · P1` and `k · P2` are
-//! exact for `|k| < 2^26` (angles below ~1e8 rad, i.e. every |p| < 2^24 with ω ≤ 1 and far
-//! beyond). `r` is rounded to f32 (≤ 3e-8 absolute) and evaluated with the Cephes minimax
-//! polynomials (≤ 6e-8 absolute on the interval, measured), so sin and cos are within
-//! ~1e-7 of the true values: half the 2.4e-7 the contract promises.
+//! The angle `p · ω` is formed in f64 (exact for RoPE while |p| < 2^29, an i32 times an f32
+//! having at most 31 + 24 bits; within 2^-28 rad in the domain below otherwise), reduced to
+//! `r ∈ [−π/4, π/4]` and a quadrant with a three-part Cody–Waite split of π/2 whose first two
+//! parts have 27 significant bits, so `k · P1` and `k · P2` are exact for `|k| < 2^26`
+//! (angles below 2^26·π/2 ≈ 1.05e8 rad). `r` is rounded to f32 (≤ 3e-8 absolute) and
+//! evaluated with the Cephes minimax polynomials (≤ 6e-8 absolute on the interval,
+//! measured), so sin and cos are within ~1e-7 of the true values: half the 2.4e-7 the
+//! contract promises.
 //!
-//! Every operation here is a plain IEEE add or multiply (no fused multiply-add, no
-//! `round()` from std): the SIMD backends perform the same operations lane by lane, so the
-//! cos/sin they produce are bitwise the scalar ones on every target.
+//! The domain: every angle posenc evaluates is at most [`MAX_ANGLE`] = 2^26 in magnitude
+//! (callers check with [`angle_in_domain`], [`max_abs_position`], [`check_positions`]).
+//!
+//! Every operation that computes a value here is a plain IEEE add or multiply (no fused
+//! multiply-add, no `round()` from std): the SIMD backends perform the same operations lane
+//! by lane, so the cos/sin they produce are bitwise the scalar ones on every target. (The
+//! domain test alone uses a fused multiply-add, for an exact comparison.)
+
+use crate::error::Error;
 
 /// 2/π in f64.
 pub(crate) const TWO_OVER_PI: f64 = core::f64::consts::FRAC_2_PI;
@@ -83,15 +90,94 @@ pub(crate) fn sin_cos(angle: f64) -> (f32, f32) {
     quadrant(q, s, c)
 }
 
-/// `(sin, cos)` of the exact angle `p · w`.
+/// The largest angle magnitude, in radians, of the accuracy contract: 2^26. Every angle
+/// posenc evaluates, `|p·ω|` for RoPE, `|p|` and `|t|` for sinusoidal tables (whose largest
+/// frequency is `ω_0 = 1`), is at most this, or the call is refused with
+/// [`Error::OutOfDomain`].
+///
+/// Why 2^26: [`reduce`] is exact up to roundings of `r` while `k·P1` and `k·P2` are
+/// (`|k| < 2^26`, i.e. `|angle| < 2^26·π/2`), so the reduced argument carries no error from
+/// the angle's size and sin/cos are within the polynomial's error plus one f32 rounding of
+/// `r` of the truth; the quadrant's rounding trick (`|angle·2/π| < 2^51`) holds far beyond,
+/// so every backend gives the same bits. One bound for every scheme, with a power of two
+/// margin below where the reduction stops being exact (an f32 time or an i32 position at
+/// 2^26 is exact, so the edge itself is in the domain).
+pub(crate) const MAX_ANGLE: f64 = 67_108_864.0;
+
+/// Whether `|p·w| ≤ MAX_ANGLE` for the exact (unrounded) product; `false` for NaN or
+/// infinite inputs. The fused multiply-add rounds `|p·w| − MAX_ANGLE` once, which keeps its
+/// sign: the test is exact for every pair of f64 inputs.
+#[inline]
+pub(crate) fn angle_in_domain(p: f64, w: f64) -> bool {
+    libm::fma(libm::fabs(p), libm::fabs(w), -MAX_ANGLE) <= 0.0
+}
+
+/// The largest `n` with `n·|max_freq| ≤ MAX_ANGLE` (exactly), capped at 2^31 (`|i32::MIN|`):
+/// every i32 position `p` with `|p| ≤ n` keeps every angle `p·ω`, `|ω| ≤ |max_freq|`, in the
+/// domain. 2^31 for a zero frequency, 0 for NaN.
+pub(crate) fn max_abs_position(max_freq: f32) -> u32 {
+    const CAP: u32 = 1 << 31;
+    let w = libm::fabsf(max_freq) as f64;
+    if w == 0.0 {
+        return CAP;
+    }
+    if !angle_in_domain(1.0, w) {
+        return 0; // NaN, or a frequency above MAX_ANGLE
+    }
+    // floor(MAX_ANGLE / w), corrected by one either way for the rounding of the quotient.
+    let q = (MAX_ANGLE / w).min(CAP as f64);
+    let mut n = q as u32; // q ≥ 1 (checked above), ≤ 2^31
+    if !angle_in_domain(n as f64, w) {
+        n -= 1;
+    } else if n < CAP && angle_in_domain(n as f64 + 1.0, w) {
+        n += 1;
+    }
+    n
+}
+
+/// Refuses the first position `p` of `positions` with `|p| > max_abs_position(max_freq)`
+/// ([`Error::OutOfDomain`] naming `what` and that limit): the RoPE entry points' check, with
+/// `max_freq` the largest frequency the positions meet.
+pub(crate) fn check_positions(
+    what: &'static str,
+    positions: &[i32],
+    max_freq: f32,
+) -> Result<(), Error> {
+    let limit = max_abs_position(max_freq);
+    match positions.iter().find(|p| p.unsigned_abs() > limit) {
+        Some(&p) => Err(Error::OutOfDomain {
+            what,
+            limit: limit as f64,
+            value: p as f64,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `(sin, cos)` of the exact angle `position · freq`, each within 2.4e-7 of the true value
+/// (see the crate docs' *Accuracy contract*), bitwise what every backend computes for that
+/// angle.
+///
+/// # Errors
+/// [`Error::OutOfDomain`] (`what: "position * freq"`) when `|position · freq| > 2^26` or
+/// `freq` is NaN or infinite: outside the accuracy contract's domain.
 ///
 /// ```
-/// let (s, c) = posenc::sin_cos_exact(131_071, 1.0);
+/// let (s, c) = posenc::sin_cos_exact(131_071, 1.0).unwrap();
 /// assert!((s as f64 - (131_071f64).sin()).abs() < 2.4e-7);
 /// assert!((c as f64 - (131_071f64).cos()).abs() < 2.4e-7);
+/// assert!(posenc::sin_cos_exact(i32::MAX, 1e10).is_err()); // |p·ω| > 2^26
 /// ```
-pub fn sin_cos_exact(position: i32, freq: f32) -> (f32, f32) {
-    sin_cos(position as f64 * freq as f64)
+pub fn sin_cos_exact(position: i32, freq: f32) -> Result<(f32, f32), Error> {
+    let (p, w) = (position as f64, freq as f64);
+    if !angle_in_domain(p, w) {
+        return Err(Error::OutOfDomain {
+            what: "position * freq",
+            limit: MAX_ANGLE,
+            value: p * w,
+        });
+    }
+    Ok(sin_cos(p * w))
 }
 
 /// sin(r) ≈ r + r³·(D_S1 + z·(…)), z = r², |r| ≤ π/4: fdlibm's `__kernel_sin` (< 1 ulp).
@@ -138,4 +224,109 @@ pub(crate) fn sin_cos_f64(angle: f64) -> (f64, f64) {
     let (r, q) = reduce(angle);
     let (s, c) = poly64(r);
     quadrant(q, s, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+
+    /// `n·w ≤ 2^26` decided in integers: `w = m·2^e` (f32), so `n·m ≤ 2^(26 − e)`.
+    fn fits(n: u64, w: f32) -> bool {
+        let bits = w.to_bits();
+        let (exp, frac) = ((bits >> 23) & 0xff, (bits & 0x7f_ffff) as u128);
+        let (m, e) = if exp == 0 {
+            (frac, -149)
+        } else {
+            (frac | 0x80_0000, exp as i32 - 150)
+        };
+        let k = 26 - e;
+        if k < 0 {
+            return n as u128 * m == 0;
+        }
+        k >= 100 || n as u128 * m <= 1u128 << k
+    }
+
+    #[test]
+    fn max_abs_position_is_the_exact_edge() {
+        let mut ws = std::vec![1.0f32, 0.5, 3.0, 0.1, 1e-3, 40_000.5, 65_536.0, 7.0, 1.5e-9];
+        ws.extend((1..200).map(|k| f32::from_bits(0x3f80_0000 + k * 7919)));
+        ws.extend((1..200).map(|k| 1.0 / k as f32));
+        for w in ws {
+            let n = max_abs_position(w) as u64;
+            if n < 1 << 31 {
+                assert!(fits(n, w) && !fits(n + 1, w), "w {w:e}: n {n}");
+            } else {
+                assert!(fits(1 << 31, w), "w {w:e}");
+            }
+            assert_eq!(max_abs_position(-w), n as u32, "sign of w");
+        }
+        assert_eq!(max_abs_position(1.0), 1 << 26);
+        assert_eq!(max_abs_position(65_536.0), 1 << 10);
+        assert_eq!(max_abs_position(0.0), 1 << 31);
+        assert_eq!(max_abs_position(1e-30), 1 << 31);
+        assert_eq!(max_abs_position(f32::NAN), 0);
+        assert_eq!(max_abs_position(f32::INFINITY), 0);
+        assert_eq!(max_abs_position(1e9), 0);
+        assert_eq!(max_abs_position(67_108_864.0), 1);
+    }
+
+    #[test]
+    fn angle_in_domain_edges() {
+        assert!(angle_in_domain(67_108_864.0, 1.0));
+        assert!(angle_in_domain(-67_108_864.0, -1.0));
+        assert!(!angle_in_domain(67_108_865.0, 1.0));
+        assert!(!angle_in_domain(1.0, 67_108_864.000_000_01));
+        // 2^25 + 1 times (2 + 2^-22): exceeds 2^26 by ~8e-6, rounds to above in f64 too;
+        // a product one f64 ulp above the edge.
+        assert!(!angle_in_domain(
+            2.0f64.powi(13) + 1.0,
+            8192.0 - 2.0f64.powi(-20)
+        ));
+        assert!(!angle_in_domain(f64::NAN, 1.0));
+        assert!(!angle_in_domain(1.0, f64::INFINITY));
+        assert!(!angle_in_domain(0.0, f64::INFINITY));
+        assert!(angle_in_domain(0.0, 1e300));
+    }
+
+    #[test]
+    fn check_positions_names_the_first_offender() {
+        assert_eq!(
+            check_positions("positions", &[0, 1 << 26, -(1 << 26)], 1.0),
+            Ok(())
+        );
+        assert_eq!(
+            check_positions("positions", &[5, (1 << 26) + 1, i32::MIN], 1.0),
+            Err(Error::OutOfDomain {
+                what: "positions",
+                limit: 67_108_864.0,
+                value: 67_108_865.0
+            })
+        );
+        assert_eq!(
+            check_positions("p", &[-1025], 65_536.0),
+            Err(Error::OutOfDomain {
+                what: "p",
+                limit: 1024.0,
+                value: -1025.0
+            })
+        );
+        assert_eq!(check_positions("p", &[i32::MIN, i32::MAX], 0.0), Ok(()));
+    }
+
+    #[test]
+    fn sin_cos_exact_refuses_and_computes() {
+        assert_eq!(sin_cos_exact(3, 0.5), Ok(sin_cos(1.5)));
+        let (s, c) = sin_cos_exact(1 << 26, 1.0).unwrap();
+        let t = 67_108_864f64;
+        assert!((s as f64 - t.sin()).abs() < 2.4e-7 && (c as f64 - t.cos()).abs() < 2.4e-7);
+        assert_eq!(
+            sin_cos_exact((1 << 26) + 1, 1.0),
+            Err(Error::OutOfDomain {
+                what: "position * freq",
+                limit: MAX_ANGLE,
+                value: 67_108_865.0
+            })
+        );
+    }
 }

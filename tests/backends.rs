@@ -779,12 +779,17 @@ fn sinusoidal_one<T: Dt>(d: usize, layout: SinusoidalLayout, rng: &mut Rng) {
     let pe0 = Sinusoidal::new(d, [10_000.0f32, 1e3, 5e5][rng.below(3) as usize], layout).unwrap();
     let scalar = pe0.with_backend(Backend::Scalar).unwrap();
     let rows = rng.below(5) as usize;
+    // Positions in the accuracy domain (|p| ≤ 2^26; beyond it the calls are refused),
+    // its edge included.
+    const EDGE: u32 = 1 << 26;
     let first = match rng.below(3) {
         0 => rng.below(5000) as u32,
-        1 => rng.next() as u32,
-        _ => u32::MAX - rows as u32,
+        1 => rng.below(EDGE as u64 - 4) as u32,
+        _ => EDGE + 1 - rows.max(1) as u32,
     };
-    let positions: Vec<i32> = (0..rows).map(|_| rng.position()).collect();
+    let positions: Vec<i32> = (0..rows)
+        .map(|_| rng.position().clamp(-(EDGE as i32), EDGE as i32))
+        .collect();
     let x: Vec<T> = (0..rows * d).map(|_| T::from_f32(rng.any_f32())).collect();
     let mut f0 = vec![T::from_f32(f32::NAN); rows * d];
     scalar.fill(&mut f0, first).unwrap();

@@ -2,6 +2,8 @@
 //! (NaN with payloads, ±inf, subnormals, ±0), bit-pattern comparison for the three storage
 //! types, and the interleaved ↔ rotate_half permutation.
 
+pub mod targets;
+
 use arbitrary::Arbitrary;
 use posenc::{Element, bf16, f16};
 

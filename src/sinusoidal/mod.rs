@@ -12,8 +12,16 @@ mod spec;
 use crate::element::Element;
 use crate::engine::dispatch::is_available;
 use crate::error::{Error, Formula};
+use crate::trig;
 use crate::types::{Backend, SinusoidalLayout};
 use spec::{Rows, SinSpec};
+
+/// The largest position or time magnitude a sinusoidal table accepts: 2^26. Its largest
+/// frequency is `ω_0 = base^0 = 1`, so this keeps every angle within the accuracy contract's
+/// domain, `|angle| ≤ 2^26` (see the crate docs).
+const MAX_POSITION: u32 = 1 << 26;
+// The two limits are one: ω_0 = 1.
+const _: () = assert!(MAX_POSITION as f64 == trig::MAX_ANGLE);
 
 /// A sinusoidal encoder. Four conventions, mutually incompatible, are built in:
 ///
@@ -25,8 +33,9 @@ use spec::{Rows, SinSpec};
 /// | [`Sinusoidal::timestep`] | `max_period^(−i/(d/2))` | cos… \| sin…, odd `d` zero-padded | latent diffusion, ggml `timestep_embedding` |
 ///
 /// Frequencies and angles are formed in f64 and reduced exactly, so every value is within
-/// 2.4e-7 of the f64 formula at every position below 2^24 (numpy's f32 tables are off by
-/// 1e-2 at p = 1e6; fairseq's f32 table by 3.6e-3 already at p = 1e5).
+/// 2.4e-7 of the f64 formula at every position and time `|p| ≤ 2^26` (numpy's f32 tables are
+/// off by 1e-2 at p = 1e6; fairseq's f32 table by 3.6e-3 already at p = 1e5). Positions and
+/// times beyond get [`Error::OutOfDomain`] (the crate docs' *Accuracy contract*).
 ///
 /// ```
 /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -86,7 +95,7 @@ impl Sinusoidal {
     /// all sines then all cosines, a zero last column when `d_model` is odd, and an all-zero
     /// row at `padding_idx`. Rows are indexed by the raw table position: token `t` of a
     /// sequence sits at `padding_idx + 1 + t` (see [`fairseq_positions`]). Needs
-    /// `d_model ≥ 4`.
+    /// `d_model ≥ 4` and `padding_idx ≤ 2^26` (the position domain, see below).
     ///
     /// ```
     /// use posenc::Sinusoidal;
@@ -102,11 +111,15 @@ impl Sinusoidal {
             return Err(Error::InvalidModelDim { d_model });
         }
         let padding = match padding_idx {
-            Some(p) => Some(i32::try_from(p).map_err(|_| Error::ParameterOutOfRange {
-                what: "padding_idx",
-                constraint: "must fit in an i32 position",
-                value: p as f32,
-            })?),
+            // A padding row past the domain could never be asked for.
+            Some(p) if p > MAX_POSITION => {
+                return Err(Error::OutOfDomain {
+                    what: "padding_idx",
+                    limit: MAX_POSITION as f64,
+                    value: p as f64,
+                });
+            }
+            Some(p) => Some(p as i32),
             None => None,
         };
         Ok(Sinusoidal::from_spec(SinSpec::new(
@@ -222,7 +235,7 @@ impl Sinusoidal {
     /// of a column from the two before it, `y(p + 2) = 2cos ω·y(p + 1) − y(p)` (one f64
     /// multiplication and subtraction), rounded once to f32 and once to `T`. The recurrence
     /// adds ≤ 3e-11 (at most 254 steps per value, whatever the position), so every value is
-    /// within ≈ 5e-8 of the f64 formula below 2^24 (one f32 rounding plus the frequency
+    /// within ≈ 5e-8 of the f64 formula in the domain (one f32 rounding plus the frequency
     /// error), inside the 2.4e-7 contract. It is therefore **not** necessarily bitwise equal
     /// to [`Sinusoidal::fill_positions`] (or [`Sinusoidal::fill_times`]) over the same
     /// positions, which compute each value directly; both meet the contract. Each row depends
@@ -233,6 +246,10 @@ impl Sinusoidal {
     /// 256-aligned block before `first_position` and steps up to it (up to 255 steps of every
     /// column before the first row it writes).
     ///
+    /// # Errors
+    /// [`Error::NotWholeRows`] when `out` is not whole rows; [`Error::OutOfDomain`] when the
+    /// last row's position `first_position + rows − 1` exceeds 2^26.
+    ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};
     /// let pe = Sinusoidal::new(4, 10_000.0, SinusoidalLayout::Interleaved).unwrap();
@@ -240,21 +257,41 @@ impl Sinusoidal {
     /// pe.fill(&mut t, 0).unwrap();
     /// assert_eq!(&t[..4], &[0.0, 1.0, 0.0, 1.0]);
     /// assert!(pe.fill(&mut t[..5], 0).is_err()); // not whole rows
+    /// assert!(pe.fill(&mut t, 1 << 26).is_err()); // rows at 2^26 and 2^26 + 1
+    /// assert!(pe.fill(&mut t, (1 << 26) - 1).is_ok());
     /// ```
     pub fn fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
-        if !out.len().is_multiple_of(self.spec.d_model) {
-            return Err(Error::NotWholeRows {
-                what: "out",
-                len: out.len(),
-                row: self.spec.d_model,
-                formula: Formula::two(&"positions × d_model", [0, self.spec.d_model]),
-            });
-        }
+        self.check_fill(out.len(), first_position)?;
         self.run(out, Rows::From(first_position), false);
         Ok(())
     }
 
-    fn check_positions(&self, len: usize, what: &'static str, n: usize) -> Result<(), Error> {
+    /// [`Sinusoidal::fill`]'s checks: whole rows, and the last row's position
+    /// (`first_position + rows − 1`) within [`MAX_POSITION`].
+    pub(crate) fn check_fill(&self, len: usize, first_position: u32) -> Result<(), Error> {
+        let d = self.spec.d_model;
+        if !len.is_multiple_of(d) {
+            return Err(Error::NotWholeRows {
+                what: "out",
+                len,
+                row: d,
+                formula: Formula::two(&"positions × d_model", [0, d]),
+            });
+        }
+        let rows = (len / d) as u64;
+        let last = first_position as u64 + rows.saturating_sub(1);
+        if rows > 0 && last > MAX_POSITION as u64 {
+            return Err(Error::OutOfDomain {
+                what: "first_position + rows - 1",
+                limit: MAX_POSITION as f64,
+                value: last as f64,
+            });
+        }
+        Ok(())
+    }
+
+    /// The length check of the list and time entry points: `len == n · d_model`.
+    fn check_rows(&self, len: usize, what: &'static str, n: usize) -> Result<(), Error> {
         let expected = n
             .checked_mul(self.spec.d_model)
             .ok_or(Error::ShapeOverflow)?;
@@ -269,7 +306,23 @@ impl Sinusoidal {
         Ok(())
     }
 
+    /// [`Sinusoidal::fill_positions`]' and [`Sinusoidal::add`]'s checks: `len` is
+    /// `positions.len()` rows, and every `|p| ≤ MAX_POSITION`.
+    pub(crate) fn check_positions(
+        &self,
+        len: usize,
+        what: &'static str,
+        positions: &[i32],
+    ) -> Result<(), Error> {
+        self.check_rows(len, what, positions.len())?;
+        trig::check_positions("positions", positions, 1.0)
+    }
+
     /// Fills `out` (`positions.len() × d_model`) with the rows of `positions`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `out` is not `positions.len()` rows;
+    /// [`Error::OutOfDomain`] when some `|p| > 2^26`.
     ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -284,13 +337,16 @@ impl Sinusoidal {
         out: &mut [T],
         positions: &[i32],
     ) -> Result<(), Error> {
-        self.check_positions(out.len(), "out", positions.len())?;
+        self.check_positions(out.len(), "out", positions)?;
         self.run(out, Rows::List(positions), false);
         Ok(())
     }
 
     /// Adds the rows of `positions` to `x` (`positions.len() × d_model`) in place, in f32,
     /// rounding once to `T`.
+    ///
+    /// # Errors
+    /// As [`Sinusoidal::fill_positions`], for `x`.
     ///
     /// ```
     /// use posenc::{Sinusoidal, SinusoidalLayout};
@@ -300,7 +356,7 @@ impl Sinusoidal {
     /// assert_eq!(x, [1.0, 2.0]); // + [sin 0, cos 0]
     /// ```
     pub fn add<T: Element>(&self, x: &mut [T], positions: &[i32]) -> Result<(), Error> {
-        self.check_positions(x.len(), "x", positions.len())?;
+        self.check_positions(x.len(), "x", positions)?;
         self.run(x, Rows::List(positions), true);
         Ok(())
     }
@@ -308,14 +364,30 @@ impl Sinusoidal {
     /// Fills `out` (`times.len() × d_model`) with the rows of real-valued positions (diffusion
     /// timesteps, which may be fractional). The angle `t·ω` is formed in f64 from the f32 `t`.
     ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `out` is not `times.len()` rows; [`Error::OutOfDomain`]
+    /// when some `|t| > 2^26` or is NaN.
+    ///
     /// ```
     /// let pe = posenc::Sinusoidal::timestep(2, 10_000.0).unwrap();
     /// let mut e = [0f32; 2];
     /// pe.fill_times(&mut e, &[999.5]).unwrap();
     /// assert!((e[0] - (999.5f64).cos() as f32).abs() < 2.4e-7);
+    /// assert!(pe.fill_times(&mut e, &[1e16]).is_err()); // beyond 2^26
+    /// assert!(pe.fill_times(&mut e, &[f32::NAN]).is_err());
     /// ```
     pub fn fill_times<T: Element>(&self, out: &mut [T], times: &[f32]) -> Result<(), Error> {
-        self.check_positions(out.len(), "out", times.len())?;
+        self.check_rows(out.len(), "out", times.len())?;
+        if let Some(&t) = times
+            .iter()
+            .find(|&&t| !trig::angle_in_domain(t as f64, 1.0))
+        {
+            return Err(Error::OutOfDomain {
+                what: "times",
+                limit: MAX_POSITION as f64,
+                value: t as f64,
+            });
+        }
         self.run(out, Rows::Times(times), false);
         Ok(())
     }

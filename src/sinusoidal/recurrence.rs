@@ -24,10 +24,11 @@
 //! --bench ratio` (the sinusoidal rows) and `cargo bench --bench sinusoidal`: `SIN_BLOCK`
 //! 256 against 64, 128 and 512; groups against whole-table sweeps.
 //!
-//! Error, positions `p < 2^24`, vs the f64 formula `sin/cos(p·ω_exact)`:
-//! * the angle `a·ω` rounded in f64: ≤ 2^-53·2^24 ≈ 1.9e-9 rad; `ω` itself within ~8 ulps
-//!   (`spec::sin_frequencies`): ≤ 8·2^-53·2^24 ≈ 1.5e-8 rad (both shared with the direct
-//!   method of `fill_positions`);
+//! Error, positions `p ≤ 2^26` (the domain), vs the f64 formula `sin/cos(p·ω_exact)`:
+//! * the angle `a·ω` rounded in f64: ≤ 2^-53·2^26 ≈ 7.5e-9 rad; `ω` itself within ~8 ulps
+//!   (`spec::sin_frequencies`): ≤ 8·2^-53·2^26 ≈ 6e-8 rad in the worst case (both shared
+//!   with the direct method of `fill_positions`); the start values' reduction is exact
+//!   there (`trig::MAX_ANGLE`);
 //! * the recurrence: an error `δ` made at step `m` reaches row `j` multiplied by the
 //!   Chebyshev value `U_{j−m−1}(cos ω)`, at most `j − m` in size. Each step makes
 //!   ≤ 3·2^-53 (|k·y| ≤ 2, |y| ≤ 1) and `k`'s own error adds ≤ 2·3e-16·|y|; the start values
@@ -35,8 +36,8 @@
 //!   256·6e-16 ≈ 3e-11, whatever the table length (the blocks restart);
 //! * the rounding to f32: ≤ 2^-25 ≈ 3e-8.
 //!
-//! Every value is within ≈ 3e-8 + 1.7e-8 + 3e-11 ≈ 5e-8 of the f64 formula: a fifth of the
-//! 2.4e-7 contract (`tests/properties.rs`: `sinusoidal_accuracy_formula`,
+//! Every value is within ≈ 3e-8 + 6.8e-8 + 3e-11 ≈ 1e-7 of the f64 formula (4.8e-8 measured
+//! at the top of the domain): under half the 2.4e-7 contract (`tests/properties.rs`: `sinusoidal_accuracy_formula`,
 //! `sinusoidal_fill_recurrence_accuracy`). The values are not bitwise those of the direct
 //! method (`fill_positions`), which rounds the reduced angle to f32.
 

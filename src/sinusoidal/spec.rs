@@ -99,7 +99,7 @@ impl SinSpec {
 /// The frequencies `ω_{i0 + k} = base^(−(i0 + k)/den)` for `k < out.len()`, in f64: every
 /// eighth one by `pow`, the ones between by repeated multiplication with `base^(−1/den)`.
 /// Each is within ~8 f64 ulps of the exact value (at most 7 roundings of the ratio and the
-/// products), an angle error below 3e-8 at any position < 2^24: a twentieth of the contract,
+/// products), an angle error below 6e-8 at any position ≤ 2^26: a quarter of the contract,
 /// for an eighth of the `pow` calls.
 #[inline]
 pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {

@@ -1,0 +1,78 @@
+//! Replays every checked-in corpus file (`corpus/<target>/*`) through its target's checks,
+//! deterministically and without libFuzzer: a regression on an input the fuzzer once found
+//! interesting fails here, on stable, in seconds. CI runs
+//! `cargo test --no-default-features --test replay` in `fuzz/`.
+
+use std::fs;
+use std::path::Path;
+
+type Target = fn(&[u8]);
+
+const TARGETS: &[(&str, Target)] = &[
+    ("bad_input", posenc_fuzz::targets::bad_input::fuzz),
+    (
+        "layout_equivalence",
+        posenc_fuzz::targets::layout_equivalence::fuzz,
+    ),
+    ("permutation", posenc_fuzz::targets::permutation::fuzz),
+    ("views", posenc_fuzz::targets::views::fuzz),
+];
+
+fn replay(name: &str, fuzz: Target) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(name);
+    let mut files: Vec<_> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (every target keeps a seed corpus)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
+    for f in &files {
+        let data = fs::read(f).unwrap();
+        let r = std::panic::catch_unwind(|| fuzz(&data));
+        assert!(r.is_ok(), "{name}: corpus file {} fails", f.display());
+    }
+    println!("{name}: {} corpus files replayed", files.len());
+}
+
+#[test]
+fn bad_input() {
+    replay(TARGETS[0].0, TARGETS[0].1);
+}
+
+#[test]
+fn layout_equivalence() {
+    replay(TARGETS[1].0, TARGETS[1].1);
+}
+
+#[test]
+fn permutation() {
+    replay(TARGETS[2].0, TARGETS[2].1);
+}
+
+#[test]
+fn views() {
+    replay(TARGETS[3].0, TARGETS[3].1);
+}
+
+/// Every target in `fuzz_targets/` has its replay above.
+#[test]
+fn every_target_replayed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz_targets");
+    let mut on_disk: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = TARGETS.iter().map(|t| t.0.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed);
+}
