@@ -325,14 +325,20 @@ impl PosSel {
     }
 }
 
+/// The largest |position| posenc accepts for frequencies up to 1 (`|p·ω| ≤ 2^26`, the
+/// accuracy contract's domain); the fuzzer's extreme choices are folded into it.
+pub const MAX_POSITION: i32 = 1 << 26;
+
 /// `n` positions from the fuzzer's choices, cycled; the token index when there are none.
+/// Values beyond ±[`MAX_POSITION`] are clamped to it (the extremes stay extremes: the
+/// domain's edge).
 pub fn positions(n: usize, sel: &[PosSel]) -> Vec<i32> {
     (0..n)
         .map(|i| {
             if sel.is_empty() {
                 i as i32
             } else {
-                sel[i % sel.len()].get()
+                sel[i % sel.len()].get().clamp(-MAX_POSITION, MAX_POSITION)
             }
         })
         .collect()
@@ -344,4 +350,41 @@ pub enum DtypeSel {
     F32,
     F16,
     Bf16,
+}
+
+/// Rotates token-major `x` by caller tables whose length gives the rotary dim (`tokens ×
+/// rotary_dim/2` each) on `backend`, through posenc's table path: a rope of that rotary dim
+/// rotating from a `posenc::Table`. Errors in the order the targets' validity models expect.
+pub fn table_rotate<T: Element>(
+    backend: posenc::Backend,
+    x: &mut [T],
+    n_heads: usize,
+    head_dim: usize,
+    layout: posenc::Layout,
+    cos: &[f32],
+    sin: &[f32],
+) -> Result<(), posenc::Error> {
+    use posenc::Error;
+    if !backend.is_available() {
+        return Err(Error::BackendUnavailable { backend });
+    }
+    if head_dim == 0 || !head_dim.is_multiple_of(2) {
+        return Err(Error::InvalidHeadDim { head_dim });
+    }
+    if n_heads == 0 {
+        return Err(Error::ZeroHeads);
+    }
+    let row = n_heads.checked_mul(head_dim).ok_or(Error::ShapeOverflow)?;
+    if !x.len().is_multiple_of(row) {
+        return Err(Error::ShapeOverflow);
+    }
+    let tokens = x.len() / row;
+    let table = posenc::Table::new(cos, sin, tokens)?;
+    if tokens == 0 {
+        return Ok(());
+    }
+    let cfg = posenc::RopeConfig::new(head_dim, 1e4, layout).rotary_dim(2 * table.pairs());
+    posenc::Rope::new(&cfg)?
+        .with_backend(backend)?
+        .apply(x, n_heads, table)
 }

@@ -16,6 +16,7 @@ const TARGETS: &[(&str, Target)] = &[
     ),
     ("permutation", posenc_fuzz::targets::permutation::fuzz),
     ("views", posenc_fuzz::targets::views::fuzz),
+    ("quant", posenc_fuzz::targets::quant::fuzz),
 ];
 
 fn replay(name: &str, fuzz: Target) {
@@ -54,6 +55,11 @@ fn permutation() {
 #[test]
 fn views() {
     replay(TARGETS[3].0, TARGETS[3].1);
+}
+
+#[test]
+fn quant() {
+    replay(TARGETS[4].0, TARGETS[4].1);
 }
 
 /// Every target in `fuzz_targets/` has its replay above.

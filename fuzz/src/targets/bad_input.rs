@@ -1,8 +1,8 @@
 //! Bad input at every public entry point.
 //!
 //! Random (often absurd) shapes, parameters and buffer lengths are thrown at `Rope::new`,
-//! `Rope::with_backend`, `apply`, `apply_inverse`, `fill_cos_sin`, `apply_with_table`,
-//! `apply_with_table_on`, `Sinusoidal::new`, `Sinusoidal::with_backend`, `fill`, `fill_times`,
+//! `Rope::with_backend`, `apply`, `apply_inverse`, `fill_cos_sin`, the table path
+//! (`Table` on a rope of the table's rotary dim), `Sinusoidal::new`, `Sinusoidal::with_backend`, `fill`, `fill_times`,
 //! `fill_positions` and `add`. Checked:
 //!
 //! * nothing panics (overflow checks and debug assertions are on in the fuzz build);
@@ -17,7 +17,7 @@
 use arbitrary::Arbitrary;
 use posenc::{
     Backend, Error, Layout, LongRope, MAX_ROTARY_DIM, Rope, RopeConfig, Scaling, Sinusoidal,
-    SinusoidalLayout, Yarn, apply_with_table, apply_with_table_on, bf16, f16,
+    SinusoidalLayout, Yarn, bf16, f16,
 };
 /// The accuracy contract's domain for sinusoidal positions and times (posenc's crate docs).
 const DOMAIN: i64 = 1 << 26;
@@ -359,7 +359,7 @@ fn assert_accepted_scaling_is_documented_valid(scaling: &Scaling<'_>, half: usiz
     }
 }
 
-/// The documented validity of `apply_with_table_on`'s arguments.
+/// The documented validity of a caller table's arguments (`posenc_fuzz::table_rotate`).
 fn table_call_valid(
     backend: Backend,
     x_len: usize,
@@ -383,7 +383,8 @@ fn table_call_valid(
         return None;
     }
     let rotary_dim = (cos_len / tokens).checked_mul(2)?;
-    (rotary_dim != 0 && rotary_dim <= head_dim).then_some(rotary_dim)
+    (rotary_dim != 0 && rotary_dim <= head_dim && rotary_dim <= posenc::MAX_ROTARY_DIM)
+        .then_some(rotary_dim)
 }
 
 struct Shapes {
@@ -482,31 +483,19 @@ fn run<T: Fz>(inp: &Input, s: &Shapes, scaling: Scaling<'_>, pos: &[i32], lens: 
         }
     }
 
-    // ---- apply_with_table, apply_with_table_on ----
+    // ---- the table path ----
     for &b in Backend::ALL {
         let valid = table_call_valid(b, x_len, n_heads, head_dim, cos_len, sin_len);
-        let (res, x) = call("apply_with_table_on", &x0, |x| {
-            apply_with_table_on(b, x, n_heads, head_dim, s.layout, &cos0, &sin0)
+        let (res, x) = call("table path", &x0, |x| {
+            crate::table_rotate(b, x, n_heads, head_dim, s.layout, &cos0, &sin0)
         });
-        expect_ok("apply_with_table_on", &res, valid.is_some());
+        expect_ok("table path", &res, valid.is_some());
         if let (Ok(()), Some(rd)) = (res, valid)
             && rd != 0
         {
             assert_tail_untouched(&x0, &x, head_dim, rd);
         }
     }
-    let valid = table_call_valid(
-        Backend::active(),
-        x_len,
-        n_heads,
-        head_dim,
-        cos_len,
-        sin_len,
-    );
-    let (res, _) = call("apply_with_table", &x0, |x| {
-        apply_with_table(x, n_heads, head_dim, s.layout, &cos0, &sin0)
-    });
-    expect_ok("apply_with_table", &res, valid.is_some());
 
     // ---- Sinusoidal ----
     let d = s.d_model;

@@ -7,7 +7,7 @@
 //! * `Layout::Interleaved` equals, bit for bit (any NaN equals any NaN: see
 //!   `posenc_fuzz::NAN_PAYLOADS_MUST_MATCH`), permuting
 //!   each head's rotary part to rotate_half order, applying `Layout::RotateHalf` and permuting
-//!   back — for `apply`, `apply_inverse`, and `apply_with_table_on` with the tables of
+//!   back — for `apply`, `apply_inverse`, and the table path with the tables of
 //!   `fill_cos_sin` and with arbitrary caller tables;
 //! * `apply_with_table_on(fill_cos_sin tables)` equals `apply` (the tables are "the exact-angle
 //!   values the apply path uses");
@@ -20,7 +20,7 @@ use crate::{
     positions, to_interleaved, to_rotate_half,
 };
 use arbitrary::Arbitrary;
-use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, apply_with_table_on, bf16, f16};
+use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, bf16, f16};
 
 #[derive(Arbitrary, Debug)]
 enum BaseSel {
@@ -209,8 +209,8 @@ fn run_backend<T: Fz>(
 
     let with_table = |cos: &[f32], sin: &[f32], what: &str| {
         both_layouts(x0, case, &format!("{name}: {what}"), |x, l| {
-            apply_with_table_on(backend, x, n_heads, head_dim, l, cos, sin)
-                .expect("valid apply_with_table_on refused")
+            crate::table_rotate(backend, x, n_heads, head_dim, l, cos, sin)
+                .expect("valid table refused")
         })
     };
     let table = with_table(&cos, &sin, "apply_with_table(fill_cos_sin)");

@@ -5,4 +5,5 @@
 pub mod bad_input;
 pub mod layout_equivalence;
 pub mod permutation;
+pub mod quant;
 pub mod views;

@@ -19,12 +19,13 @@ use crate::{
     positions, to_interleaved, to_rotate_half,
 };
 use arbitrary::Arbitrary;
-use posenc::{
-    Backend, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16, permute_to_interleaved,
-    permute_to_interleaved_in_place, permute_to_rotate_half, permute_to_rotate_half_in_place,
-    permute_weight_to_interleaved, permute_weight_to_interleaved_in_place,
-    permute_weight_to_rotate_half, permute_weight_to_rotate_half_in_place,
+use posenc::permute::{
+    permute_to_interleaved, permute_to_interleaved_in_place, permute_to_rotate_half,
+    permute_to_rotate_half_in_place, permute_weight_to_interleaved,
+    permute_weight_to_interleaved_in_place, permute_weight_to_rotate_half,
+    permute_weight_to_rotate_half_in_place,
 };
+use posenc::{Backend, Layout, MAX_ROTARY_DIM, Rope, RopeConfig, bf16, f16};
 
 #[derive(Arbitrary, Debug)]
 struct Input {
