@@ -18,8 +18,10 @@ mod sealed {
 }
 
 /// An integer type a runtime holds positions in: `i32`, `u32`, `i64`, `u64`, `usize`,
-/// `isize`, `i16`, `u16`. Every value must fit an `i32` (checked before anything is written:
-/// [`Error::PositionOutOfRange`]); nothing is allocated to convert them.
+/// `isize`, `i16`, `u16`. Every value must fit an `i32` ([`Error::PositionOutOfRange`]) and
+/// keep its angles in the accuracy contract's domain, `|p·ω| ≤ 2^26` for the rope's largest
+/// frequency, so `|p| ≤ 2^26` for unscaled ropes ([`Error::OutOfDomain`]); both are checked
+/// before anything is written. Nothing is allocated to convert them.
 ///
 /// ```
 /// use posenc::{Layout, Rope, RopeConfig};

@@ -193,9 +193,11 @@ impl Rng {
     /// Positions over the whole i32 range, mostly small.
     fn position(&mut self) -> i32 {
         match self.below(4) {
-            0 => self.next() as i32,
+            // Anywhere in the accuracy domain |p| ≤ 2^26 (frequencies here are ≤ 1), its
+            // edges included.
+            0 => (self.below(1 << 27) as i64 - (1 << 26)) as i32,
             1 => (self.below(1 << 25) as i64 - (1 << 24)) as i32,
-            2 => [0, 1, -1, i32::MAX, i32::MIN, 1 << 24][self.below(6) as usize],
+            2 => [0, 1, -1, 1 << 26, -(1 << 26), 1 << 24][self.below(6) as usize],
             _ => self.below(8192) as i32,
         }
     }
