@@ -121,14 +121,14 @@ impl<'a> Ints<'a> {
     /// `|p| ≤ limit`, the largest position whose angles stay in the accuracy contract's domain
     /// for the rope's frequencies ([`Error::OutOfDomain`]). `what` names the argument.
     pub(crate) fn check(&self, what: &'static str, limit: u32) -> Result<(), Error> {
-        if self.as_i32().is_none() {
-            if let Some((index, value)) = self.first_out_of_range() {
-                return Err(Error::PositionOutOfRange {
-                    what,
-                    index,
-                    value: value.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
-                });
-            }
+        if self.as_i32().is_none()
+            && let Some((index, value)) = self.first_out_of_range()
+        {
+            return Err(Error::PositionOutOfRange {
+                what,
+                index,
+                value: value.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+            });
         }
         match self.first_beyond(limit) {
             Some(value) => Err(Error::OutOfDomain {
@@ -229,7 +229,7 @@ impl<'a> Table<'a> {
 
     /// A table from parts already known to agree.
     pub(crate) fn from_parts(cos: &'a [f32], sin: &'a [f32], tokens: usize) -> Table<'a> {
-        debug_assert!(cos.len() == sin.len() && (tokens == 0 || cos.len() % tokens == 0));
+        debug_assert!(cos.len() == sin.len() && (tokens == 0 || cos.len().is_multiple_of(tokens)));
         Table { cos, sin, tokens }
     }
 }

@@ -26,7 +26,9 @@
 //! | KV-cache shift (pure rotation) | [`Rope::shift`] |
 //! | quantized K-cache shift (ggml `Q8_0`, `Q4_0`) | [`Rope::shift_q8_0`], [`Rope::shift_q4_0`] |
 //! | several positions per token | [`Rope::apply_axes`] with [`Axes`] (M-RoPE, 2-D vision) |
-//! | cos/sin tables, or applying someone else's | [`Rope::fill_cos_sin`], [`apply_with_table`] |
+//! | angles once per forward pass (every layer rotates from it) | [`Rope::table`] → [`Table`], passed where positions go |
+//! | cos/sin tables for another framework, or rotating by someone else's | [`Rope::fill_cos_sin`], [`Table::new`] |
+//! | positions of any integer type (`usize`, `u32`, `i64`, …) | [`Position`] |
 //! | frequencies from a checkpoint | [`Rope::from_inv_freq`] |
 //! | HF's own rounding, for bit-parity with HF | [`Rope::with_rounding`], [`Rounding`] |
 //! | sinusoidal tables | [`Sinusoidal`] (`new`, `fairseq`, `timestep`) |
@@ -72,7 +74,7 @@
 //!   [`permute::permute_weight_to_rotate_half`] and their inverses and in-place forms):
 //!   interleaved ↔ rotate_half for activations and for Q/K projection rows (HF's Meta → HF
 //!   `permute`, llama.cpp's HF → GGUF inverse), with GQA and partial rotary explicit.
-//! * **Benchmark reference** ([`bench`]: [`bench::memory_ceiling_pass`]): the memory ceiling
+//! * **Benchmark reference** ([`mod@bench`]: [`bench::memory_ceiling_pass`]): the memory ceiling
 //!   RoPE's speed is reported against.
 //!
 //! ## Numerics

@@ -605,6 +605,7 @@ fn one(name: &'static &'static str, value: usize) -> Formula {
 }
 
 #[test]
+#[allow(clippy::needless_borrows_for_generic_args)] // `&three`: the `&Table` form is API too
 fn table_errors() {
     // Table::new: (what, cos len, sin len, tokens, error)
     let cases: &[(&str, usize, usize, usize, Error)] = &[

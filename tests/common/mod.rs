@@ -227,12 +227,8 @@ pub fn table_on<T: posenc::Element>(
     let row = n_heads
         .checked_mul(head_dim)
         .ok_or(posenc::Error::ShapeOverflow)?;
-    let tokens = if row == 0 { 0 } else { x.len() / row };
-    let pairs = if tokens == 0 {
-        head_dim / 2
-    } else {
-        cos.len() / tokens
-    };
+    let tokens = x.len().checked_div(row).unwrap_or(0);
+    let pairs = cos.len().checked_div(tokens).unwrap_or(head_dim / 2);
     let cfg = posenc::RopeConfig::new(head_dim, 1e4, layout).rotary_dim(2 * pairs);
     let rope = posenc::Rope::new(&cfg)?.with_backend(backend)?;
     rope.apply(x, n_heads, posenc::Table::new(cos, sin, tokens)?)
