@@ -426,21 +426,10 @@ impl Rope {
                 };
                 rope::rotate(self.backend, targets, self.job(0, t.tokens(), angles));
             }
-            Source::Positions(p) => {
-                if let Some(p) = p.as_i32() {
-                    let angles = self.freq(EnginePositions::Plain(p), cs, ss);
-                    rope::rotate(self.backend, targets, self.job(0, p.len(), angles));
-                    return;
-                }
-                let mut buf = [0i32; CONVERT];
-                let mut first = 0;
-                while first < p.len() {
-                    let n = p.convert(first, &mut buf);
-                    let angles = self.freq(EnginePositions::Plain(&buf[..n]), cs, ss);
-                    rope::rotate(self.backend, targets, self.job(first, n, angles));
-                    first += n;
-                }
-            }
+            Source::Positions(p) => self.for_positions(p, None, |first, n, angles| {
+                let job = self.job(first, n, angles.scaled(cs, ss));
+                rope::rotate(self.backend, targets, job);
+            }),
         }
     }
 
@@ -657,7 +646,7 @@ impl Rope {
         let views = [self.contiguous(n_heads)];
         let targets = &mut [Target { x, views: &views }];
         let m = self.attention_factor;
-        self.for_axes(flat, n_axes, |first, tokens, angles| {
+        self.for_positions(flat, Some(n_axes), |first, tokens, angles| {
             let job = self.job(first, tokens, angles.scaled(m, m));
             rope::rotate(self.backend, targets, job);
         });
@@ -678,45 +667,43 @@ impl Rope {
         Ok(n_axes)
     }
 
-    /// Calls `f(first, tokens, angles)` over validated multi-axis positions (`n_axes` per
-    /// token, flattened), converting them to i32 a stack buffer at a time when they are not.
-    fn for_axes<'a>(
+    /// Calls `f(first, tokens, angles)` over validated positions, `n_axes` per token
+    /// (flattened; `None`: one plain position per token), converting them to i32 a stack
+    /// buffer at a time when they are another integer type. The angles are unscaled (cos and
+    /// sin by 1): callers scale them ([`EngineAngles::scaled`]).
+    fn for_positions<'a>(
         &'a self,
-        flat: Ints<'a>,
-        n_axes: usize,
+        ints: Ints<'a>,
+        n_axes: Option<usize>,
         mut f: impl FnMut(usize, usize, EngineAngles<'_>),
     ) {
-        let axes = |pos: &'a [i32]| EnginePositions::Axes {
-            pos,
-            n_axes,
-            axis: &self.axis[..self.rotary_dim / 2],
-        };
-        let tokens = flat.len() / n_axes;
-        if let Some(p) = flat.as_i32() {
-            f(0, tokens, self.freq(axes(p), 1.0, 1.0));
+        let per_token = n_axes.unwrap_or(1);
+        let tokens = ints.len() / per_token;
+        if let Some(p) = ints.as_i32() {
+            f(0, tokens, self.unscaled(p, n_axes));
             return;
         }
         let mut buf = [0i32; CONVERT];
-        let per = CONVERT / n_axes; // tokens per piece (n_axes ≤ 3)
+        let per = CONVERT / per_token; // tokens per piece (n_axes ≤ 3)
         let mut first = 0;
         while first < tokens {
-            let n = flat.convert(first * n_axes, &mut buf[..per * n_axes]) / n_axes;
-            let pos: &[i32] = &buf[..n * n_axes];
-            f(
-                first,
-                n,
-                self.freq(
-                    EnginePositions::Axes {
-                        pos,
-                        n_axes,
-                        axis: &self.axis[..self.rotary_dim / 2],
-                    },
-                    1.0,
-                    1.0,
-                ),
-            );
+            let n = ints.convert(first * per_token, &mut buf[..per * per_token]) / per_token;
+            f(first, n, self.unscaled(&buf[..n * per_token], n_axes));
             first += n;
         }
+    }
+
+    /// Angles `p · ω` of `pos` (`n_axes` per token, or one plain position), unscaled.
+    fn unscaled<'b>(&'b self, pos: &'b [i32], n_axes: Option<usize>) -> EngineAngles<'b> {
+        let positions = match n_axes {
+            None => EnginePositions::Plain(pos),
+            Some(n_axes) => EnginePositions::Axes {
+                pos,
+                n_axes,
+                axis: &self.axis[..self.rotary_dim / 2],
+            },
+        };
+        self.freq(positions, 1.0, 1.0)
     }
 
     /// Elements of the buffer [`Rope::table`] needs for `tokens` tokens:
@@ -760,20 +747,10 @@ impl Rope {
         let tokens = ints.len();
         let (cos, sin) = self.split_table(buf, tokens)?;
         let half = self.rotary_dim / 2;
-        match ints.as_i32() {
-            Some(p) => self.fill_table(self.freq(EnginePositions::Plain(p), 1.0, 1.0), cos, sin),
-            None => {
-                let mut b = [0i32; CONVERT];
-                let mut first = 0;
-                while first < tokens {
-                    let n = ints.convert(first, &mut b);
-                    let rows = first * half..(first + n) * half;
-                    let angles = self.freq(EnginePositions::Plain(&b[..n]), 1.0, 1.0);
-                    self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
-                    first += n;
-                }
-            }
-        }
+        self.for_positions(ints, None, |first, n, angles| {
+            let rows = first * half..(first + n) * half;
+            self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
+        });
         Ok(Table::from_parts(cos, sin, tokens))
     }
 
@@ -803,7 +780,7 @@ impl Rope {
         let tokens = positions.len();
         let (cos, sin) = self.split_table(buf, tokens)?;
         let half = self.rotary_dim / 2;
-        self.for_axes(flat, n_axes, |first, n, angles| {
+        self.for_positions(flat, Some(n_axes), |first, n, angles| {
             let rows = first * half..(first + n) * half;
             self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
         });
@@ -873,23 +850,11 @@ impl Rope {
         ints.check("positions", self.position_limit())?;
         let m = self.attention_factor;
         // `.exact()`: exact angles whatever the rounding mode (the contract's values).
-        match ints.as_i32() {
-            Some(p) => {
-                let angles = self.freq(EnginePositions::Plain(p), m, m).exact();
-                self.fill_table(angles, cos, sin);
-            }
-            None => {
-                let mut b = [0i32; CONVERT];
-                let mut first = 0;
-                while first < ints.len() {
-                    let n = ints.convert(first, &mut b);
-                    let rows = first * half..(first + n) * half;
-                    let angles = self.freq(EnginePositions::Plain(&b[..n]), m, m).exact();
-                    self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
-                    first += n;
-                }
-            }
-        }
+        self.for_positions(ints, None, |first, n, angles| {
+            let rows = first * half..(first + n) * half;
+            let angles = angles.scaled(m, m).exact();
+            self.fill_table(angles, &mut cos[rows.clone()], &mut sin[rows]);
+        });
         Ok(())
     }
 }
