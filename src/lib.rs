@@ -133,10 +133,12 @@ extern crate std;
 
 mod angles;
 mod axes;
+mod backward;
 mod companions;
 mod element;
 mod engine;
 mod error;
+mod fused;
 
 #[cfg(feature = "rayon")]
 mod parallel;
@@ -164,6 +166,7 @@ pub use companions::{load, presets};
 pub use element::{Dtype, Element};
 pub use engine::ceiling::memory_ceiling_pass;
 pub use error::Error;
+pub use fused::RmsNorm;
 pub use half::{bf16, f16};
 #[cfg(feature = "rayon")]
 pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};

@@ -402,7 +402,7 @@ impl Rope {
     }
 
     /// The view of a contiguous token-major buffer of `n_heads` heads.
-    fn contiguous(&self, n_heads: usize) -> View {
+    pub(crate) fn contiguous(&self, n_heads: usize) -> View {
         View::token_major(n_heads, self.head_dim)
     }
 
@@ -428,7 +428,13 @@ impl Rope {
     /// Rotates the views of `targets` (validated) by `src` (validated), cos scaled by `cs`
     /// and sin by `ss`. Positions that are not i32 are converted a stack buffer at a time, each
     /// piece its own engine call on its tokens: results do not depend on how a call is split.
-    fn launch<T: Element>(&self, targets: &mut [Target<'_, T>], src: Source<'_>, cs: f32, ss: f32) {
+    pub(crate) fn launch<I: Element, O: Element>(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        src: Source<'_>,
+        cs: f32,
+        ss: f32,
+    ) {
         match src {
             Source::Table(t) => {
                 let angles = EngineAngles::Table {
@@ -458,12 +464,13 @@ impl Rope {
     }
 
     /// The job of tokens `first .. first + tokens` of a call.
-    fn job<'a>(&self, first: usize, tokens: usize, angles: EngineAngles<'a>) -> Job<'a> {
+    pub(crate) fn job<'a>(&self, first: usize, tokens: usize, angles: EngineAngles<'a>) -> Job<'a> {
         Job {
             first,
             tokens,
             offset: self.rotary_offset,
             rotary_dim: self.rotary_dim,
+            head_dim: self.head_dim,
             layout: self.layout,
             angles,
             round: self.rounding,
@@ -495,7 +502,7 @@ impl Rope {
         check_rows(x.len(), n_heads, self.head_dim, src.tokens())?;
         self.check_source(&src)?;
         let views = [self.contiguous(n_heads)];
-        self.launch(&mut [Target { x, views: &views }], src, cs, ss);
+        self.launch(&mut [Target::in_place(x, &views)], src, cs, ss);
         Ok(())
     }
 
@@ -595,7 +602,7 @@ impl Rope {
         self.check_source(&src)?;
         let m = self.attention_factor;
         let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
-        let mut targets = [Target { x: q, views: &qs }, Target { x: k, views: &ks }];
+        let mut targets = [Target::in_place(q, &qs), Target::in_place(k, &ks)];
         self.launch(&mut targets, src, m, m);
         Ok(())
     }
@@ -638,7 +645,7 @@ impl Rope {
             return Ok(()); // no tokens: nothing to rotate (offsets were never dereferenced)
         }
         let m = self.attention_factor;
-        self.launch(&mut [Target { x, views }], src, m, m);
+        self.launch(&mut [Target::in_place(x, views)], src, m, m);
         Ok(())
     }
 
@@ -668,7 +675,7 @@ impl Rope {
         let flat = P::ints(positions.as_flattened());
         flat.check("positions")?;
         let views = [self.contiguous(n_heads)];
-        let targets = &mut [Target { x, views: &views }];
+        let targets = &mut [Target::in_place(x, &views)];
         let m = self.attention_factor;
         self.for_axes(flat, n_axes, |first, tokens, angles| {
             let job = self.job(first, tokens, angles.scaled(m, m));
@@ -678,7 +685,7 @@ impl Rope {
     }
 
     /// Checks that positions with `a` axes suit this rope; returns the axis count.
-    fn check_axes(&self, a: usize) -> Result<usize, Error> {
+    pub(crate) fn check_axes(&self, a: usize) -> Result<usize, Error> {
         let n_axes = self.axes.count();
         if a != n_axes {
             return Err(Error::LengthMismatch {
@@ -692,7 +699,7 @@ impl Rope {
 
     /// Calls `f(first, tokens, angles)` over validated multi-axis positions (`n_axes` per
     /// token, flattened), converting them to i32 a stack buffer at a time when they are not.
-    fn for_axes<'a>(
+    pub(crate) fn for_axes<'a>(
         &'a self,
         flat: Ints<'a>,
         n_axes: usize,
@@ -938,7 +945,7 @@ impl Rope {
 }
 
 /// Renames the buffer an error speaks of (for calls that take two).
-fn rename(e: Error, what: &'static str) -> Error {
+pub(crate) fn rename(e: Error, what: &'static str) -> Error {
     match e {
         Error::LengthMismatch {
             expected, actual, ..
