@@ -4,13 +4,14 @@
 # Builds .ci/asm-probe (a tiny release binary that calls every public entry point reaching
 # the tiers with f32, f16 and bf16), disassembles it with objdump, and fails unless
 #   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`,
-#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T, ..>`, the
-#     probe's rotate_half / posenc-rounding / whole-vector variant), the cos/sin tables
+#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<I, O, ..>`,
+#     the probe's rotate_half / posenc-rounding / whole-vector variant in place, into f16 and
+#     bf16, and its QK-norm variant in place and into bf16), the cos/sin tables
 #     (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory ceiling
 #     (`Axpb<T>`), T = f32, f16, bf16;
 #   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512);
-#   * Rotate<T> and Axpb<T> fuse (vfmadd*), and Rotate<f16> converts with vcvtph2ps and
-#     vcvtps2ph (F16C / AVX-512F);
+#   * Rotate and Axpb<T> fuse (vfmadd*), and a Rotate reading f16 converts with vcvtph2ps,
+#     one writing f16 with vcvtps2ph (F16C / AVX-512F);
 #   * no instantiation calls a posenc function or a closure: everything inlines into the
 #     entry function, where the tier's features are enabled.
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
@@ -92,12 +93,13 @@ check() {
       rope)
         # The posenc-rounding variants fuse; the HF-parity ones (`ONCE` = false, the second
         # const parameter) are unfused by design.
-        if [[ $name =~ Rotate\<[^,]+,\ (true|false),\ true, ]]; then
+        # Rotate<I, O, IL, ONCE, WHOLE, NORM>: I is read, O written.
+        if [[ $name =~ Rotate\<[^,]+,\ [^,]+,\ (true|false),\ true, ]]; then
           need "$fma" "vfmadd (fused multiply-add)"
         fi
-        if [[ $name == *binary16::f16* ]]; then
-          need "$cvt_in" vcvtph2ps
-          need "$cvt_out" vcvtps2ph
+        if [[ $name =~ Rotate\<([^,]+),\ ([^,]+), ]]; then
+          [[ ${BASH_REMATCH[1]} == *binary16::f16* ]] && need "$cvt_in" vcvtph2ps
+          [[ ${BASH_REMATCH[2]} == *binary16::f16* ]] && need "$cvt_out" vcvtps2ph
         fi
         if [ -n "$extra" ]; then need "$(count "$n" "$extra")" "$extra (self-test pattern)"; fi
         ;;
@@ -110,7 +112,7 @@ check() {
     for k in engine::rope::Rotate sinusoidal::kernel::Sinusoids engine::ceiling::Axpb; do
       for d in f32 half::binary16::f16 half::bfloat::bf16; do
         if [ "$k" = engine::rope::Rotate ]; then
-          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d, false, true, true>>"
+          want="posenc::engine::x86_64::$t::run::<posenc::$k<$d, $d, false, true, true, false>>"
         else
           want="posenc::engine::x86_64::$t::run::<posenc::$k<$d>>"
         fi
@@ -118,6 +120,17 @@ check() {
           echo "check-asm: FAIL $want not found" >&2
           fails=1
         }
+      done
+    done
+    # Rotate-into (every dtype into f16 and bf16) and QK-norm + RoPE (in place, into bf16).
+    for d in f32 half::binary16::f16 half::bfloat::bf16; do
+      for o in half::binary16::f16 half::bfloat::bf16; do
+        want="posenc::engine::x86_64::$t::run::<posenc::engine::rope::Rotate<$d, $o, false, true, true, false>>"
+        grep -qF $'\t'"$want" "$work/names" || { echo "check-asm: FAIL $want not found" >&2; fails=1; }
+      done
+      for o in $d half::bfloat::bf16; do
+        want="posenc::engine::x86_64::$t::run::<posenc::engine::rope::Rotate<$d, $o, false, true, false, true>>"
+        grep -qF $'\t'"$want" "$work/names" || { echo "check-asm: FAIL $want not found" >&2; fails=1; }
       done
     done
     want="posenc::engine::x86_64::$t::run::<posenc::engine::angles::CosSinTable>"

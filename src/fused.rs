@@ -384,7 +384,7 @@ impl Rope {
         if tokens == 0 {
             return Ok(()); // no tokens: nothing to write (offsets were never dereferenced)
         }
-        let mut target = Target::into(src, src_views, dst, dst_views);
+        let mut target = Target::between(src, src_views, dst, dst_views);
         if let Some(n) = norm {
             target = target.normed(n);
         }
@@ -432,7 +432,7 @@ impl Rope {
             qt = qt.normed(n);
         }
         self.launch(&mut [qt], src, m, m);
-        let mut kt = Target::into(k, &kv, cache, &cv);
+        let mut kt = Target::between(k, &kv, cache, &cv);
         if let Some(n) = kn {
             kt = kt.normed(n);
         }

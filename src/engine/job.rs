@@ -46,7 +46,7 @@ impl<'a, T> Target<'a, T, T> {
 impl<'a, I, O> Target<'a, I, O> {
     /// `src` (untouched) rotated into `dst`, view `src_views[i]` into `dst_views[i]` (as many
     /// of each, each pair with the same head count). The borrows prove the buffers disjoint.
-    pub(crate) fn into(
+    pub(crate) fn between(
         src: &'a [I],
         src_views: &'a [View],
         dst: &'a mut [O],

@@ -1,5 +1,9 @@
-//! The RoPE driver: one streaming loop for every tier, layout, dtype, angle source and
-//! rounding mode.
+//! The RoPE driver: one streaming loop for every tier, layout, dtype pair, angle source and
+//! rounding mode. It reads the heads of a source buffer of `I` and writes the heads of a
+//! destination of `O`: in place, both are the same buffer and view; rotate-into (a KV-cache
+//! slot) has two, and then the channels outside the rotary window are converted too. With a
+//! norm (QK-norm), each head (or each token's row of heads) is RMS-normalised as it is loaded:
+//! `r` from one read of the head, then the rotation reads it again, normalising each vector.
 //!
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
@@ -117,6 +121,7 @@ fn rotate_as<I: Element, O: Element>(
 ) {
     let half = job.rotary_dim / 2;
     let whole = half <= CHUNK && half.is_multiple_of(MAX_LANES);
+    // A call normalises every target or none (the kernel asserts it).
     let norm = targets.iter().any(|t| t.norm.is_some());
     macro_rules! go {
         ($il:literal, $once:literal, $whole:literal, $norm:literal) => {
@@ -177,6 +182,7 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
             for (sv, dv) in t.src_views.iter().zip(t.dst_views) {
                 assert!(sv.n_heads == dv.n_heads);
                 assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
+                assert!(t.norm.is_some() == NORM);
                 if let Some(n) = t.norm {
                     let need = match n.kind {
                         NormKind::Row => sv.n_heads.checked_mul(job.head_dim),
@@ -353,7 +359,9 @@ impl<S: Simd> Run<'_, S> {
                             y.add(dv.offset + tok * dv.token_stride),
                         )
                     };
-                    if NORM && let Some(norm) = norm {
+                    if NORM {
+                        // Every target of a `NORM` call has a norm (asserted in `run`).
+                        let Some(norm) = norm else { continue };
                         let hd = self.head_dim;
                         let row = (norm.kind == NormKind::Row).then(|| {
                             let mut sum = 0.0f64;
