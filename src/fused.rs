@@ -7,6 +7,7 @@
 
 use crate::angles::Angles;
 use crate::element::Element;
+use crate::engine::angles::CHUNK;
 use crate::engine::job::{Norm, NormKind, Target};
 use crate::error::Error;
 use crate::rope::{Rope, check_rows, rename};
@@ -134,6 +135,20 @@ fn overlap_error() -> Error {
 }
 
 impl Rope {
+    /// QK-norm + RoPE in place reads each head whole before rotating it, which the engine
+    /// does for rotary dims up to `2·CHUNK` = 256 (every released QK-norm model: Qwen3 and
+    /// OLMo 2 at 128, Gemma 3 at 256); the `_into` forms have no such limit.
+    fn check_norm_in_place(&self) -> Result<(), Error> {
+        if self.rotary_dim() > 2 * CHUNK {
+            return Err(Error::ParameterOutOfRange {
+                what: "rotary_dim",
+                constraint: "QK-norm + RoPE in place needs rotary_dim <= 256 (use the _into form)",
+                value: self.rotary_dim() as f32,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks a source/destination pair of view lists for `tokens` tokens: each list valid in
     /// its buffer, pairs with equal head counts, the buffers disjoint.
     fn check_into<I, O>(
@@ -268,7 +283,8 @@ impl Rope {
     /// RMSNorm then RoPE, in one pass over `x` (`tokens × n_heads × head_dim`, in place):
     /// bitwise [`Rope::apply`] after the norm would have been written back in f32 (posenc's
     /// rounding), or the HF module's rounded output (HF modes). Channels outside the rotary
-    /// window are normalised too.
+    /// window are normalised too. In place, `rotary_dim` must be at most 256 (a typed error
+    /// otherwise; [`Rope::apply_normed_into`] has no limit).
     ///
     /// ```
     /// use posenc::{Layout, RmsNorm, Rope, RopeConfig};
@@ -289,6 +305,7 @@ impl Rope {
         check_rows(x.len(), n_heads, self.head_dim(), src.tokens())?;
         self.check_source(&src)?;
         let norm = norm.check(n_heads, self.head_dim())?;
+        self.check_norm_in_place()?;
         let views = [self.contiguous(n_heads)];
         let m = self.attention_factor();
         self.launch(&mut [Target::in_place(x, &views).normed(norm)], src, m, m);
@@ -422,6 +439,9 @@ impl Rope {
         let kn = k_norm
             .map(|n| n.check(n_kv_heads, self.head_dim()))
             .transpose()?;
+        if qn.is_some() {
+            self.check_norm_in_place()?;
+        }
         if tokens == 0 {
             return Ok(());
         }
@@ -471,6 +491,7 @@ impl Rope {
         self.check_source(&src)?;
         let qn = q_norm.check(n_q_heads, self.head_dim())?;
         let kn = k_norm.check(n_kv_heads, self.head_dim())?;
+        self.check_norm_in_place()?;
         let (qv, kv) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
         let m = self.attention_factor();
         let mut targets = [

@@ -183,6 +183,16 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
                 assert!(sv.n_heads == dv.n_heads);
                 assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
                 assert!(t.norm.is_some() == NORM);
+                // A norm reads the whole head before the rotation writes it: in place, that
+                // holds only when a token is one chunk (the API refuses the rest).
+                assert!(
+                    !NORM
+                        || half <= CHUNK
+                        || !core::ptr::eq(
+                            t.src().0.cast::<u8>(),
+                            t.dst().0.cast::<u8>().cast_const()
+                        )
+                );
                 if let Some(n) = t.norm {
                     let need = match n.kind {
                         NormKind::Row => sv.n_heads.checked_mul(job.head_dim),
@@ -363,14 +373,17 @@ impl<S: Simd> Run<'_, S> {
                         // Every target of a `NORM` call has a norm (asserted in `run`).
                         let Some(norm) = norm else { continue };
                         let hd = self.head_dim;
-                        let row = (norm.kind == NormKind::Row).then(|| {
+                        // (A loop, not a closure: a closure would lose the tier's features.)
+                        let row = if norm.kind == NormKind::Row {
                             let mut sum = 0.0f64;
                             for h in 0..nh {
                                 // SAFETY: head `h` of this token is in bounds (above).
                                 sum += unsafe { self.sum_squares(sbase.wrapping_add(h * shs), hd) };
                             }
-                            scale(sum, nh * hd, norm.eps)
-                        });
+                            Some(scale(sum, nh * hd, norm.eps))
+                        } else {
+                            None
+                        };
                         for h in 0..nh {
                             let (sp, dp) =
                                 (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
