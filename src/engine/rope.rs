@@ -807,10 +807,10 @@ impl<S: Simd> Run<'_, S> {
             _ => (xc, s.mul(y, sn)),
         };
         let v = if minus { s.sub(xc, ys) } else { s.add(xc, ys) };
-        match self.round {
-            Rounding::HfEager => s.round_to::<T>(v),
-            _ => v,
-        }
+        // Both HF modes end in the source type (HF's output tensor); a store to another type
+        // (rotate-into) then converts that value, as HF's cache write does. In place the store
+        // to `T` rounds the same value again, which changes nothing.
+        s.round_to::<T>(v)
     }
 }
 
