@@ -667,7 +667,7 @@ fn bad_input_of_every_into_and_normed_entry_point_is_a_typed_error_with_nothing_
     let pos = [1, 2, 3];
     let w = [1.0f32; 8];
     let wrow = [1.0f32; 16];
-    let mut buf = [0f32; 8 * 4];
+    let mut buf = [0f32; 16 * 3]; // table_len(3) of a head_dim-16 rope
     let bad_table = Rope::new(&RopeConfig::new(16, 1e4, Layout::RotateHalf))
         .unwrap()
         .table(&pos, &mut buf)
