@@ -473,7 +473,7 @@ impl Rope {
     /// let (mut q, mut k) = (vec![0.5f32; 2 * 8 * 64], vec![0.5f32; 2 * 2 * 64]);
     /// let (qn, kn) = (RmsNorm::per_head(&qw, 1e-6), RmsNorm::per_head(&kw, 1e-6));
     /// rope.apply_qk_normed(&mut q, 8, &qn, &mut k, 2, &kn, &[0, 1]).unwrap();
-    /// assert!((k[0] - 0.5).abs() < 1e-6);
+    /// assert!((k[0] - 0.5).abs() < 1e-5); // 0.5 · (0.5 · r), r = 1/sqrt(0.25 + 1e-6)
     /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn apply_qk_normed<'a, T: Element>(
