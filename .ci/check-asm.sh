@@ -6,14 +6,15 @@
 # each with objdump, and fails unless
 #   * each tier's one `#[target_feature]` entry function, `posenc::engine::x86_64::TIER::run`
 #     and `posenc::engine::aarch64::neon::run`,
-#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<T, ..>`, the
-#     probe's rotate_half / posenc-rounding / whole-vector variant), the cos/sin tables
+#     is instantiated for every kernel the probe reaches: the RoPE driver (`Rotate<I, O, ..>`,
+#     the probe's rotate_half / posenc-rounding / whole-vector variant in place, f32 into f16
+#     and bf16, and the general-shape variant that QK-norm runs in), the cos/sin tables
 #     (`CosSinTable`), the sinusoidal kernel (`Sinusoids<T>`) and the memory ceiling
 #     (`Axpb<T>`), T = f32, f16, bf16;
 #   * every instantiation uses its tier's registers (ymm for avx2, zmm for avx512, 4-lane f32
 #     vector registers `vN.4s` for neon);
-#   * Rotate<T> and Axpb<T> fuse (vfmadd* / fmla, fmls), and Rotate<f16> converts with
-#     vcvtph2ps and vcvtps2ph (F16C / AVX-512F) / fcvtl and fcvtn (base ARMv8 NEON);
+#   * Rotate and Axpb<T> fuse (vfmadd* / fmla, fmls), and a Rotate reading f16 converts with
+#     vcvtph2ps / fcvtl, one writing f16 with vcvtps2ph / fcvtn (F16C / AVX-512F / ARMv8 NEON);
 #   * no instantiation calls a posenc function or a closure: everything inlines into the
 #     entry function, where the tier's features are enabled.
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
@@ -128,12 +129,13 @@ check() {
       rope)
         # The posenc-rounding variants fuse; the HF-parity ones (`ONCE` = false, the second
         # const parameter) are unfused by design.
-        if [[ $name =~ Rotate\<[^,]+,\ (true|false),\ true, ]]; then
+        # Rotate<I, O, IL, ONCE, WHOLE>: I is read, O written.
+        if [[ $name =~ Rotate\<[^,]+,\ [^,]+,\ (true|false),\ true, ]]; then
           need "$fma" "fused multiply-add (vfmadd / fmla)"
         fi
-        if [[ $name == *binary16::f16* ]]; then
-          need "$cvt_in" "f16 widening (vcvtph2ps / fcvtl)"
-          need "$cvt_out" "f16 narrowing (vcvtps2ph / fcvtn)"
+        if [[ $name =~ Rotate\<([^,]+),\ ([^,]+), ]]; then
+          [[ ${BASH_REMATCH[1]} == *binary16::f16* ]] && need "$cvt_in" "f16 widening (vcvtph2ps / fcvtl)"
+          [[ ${BASH_REMATCH[2]} == *binary16::f16* ]] && need "$cvt_out" "f16 narrowing (vcvtps2ph / fcvtn)"
         fi
         if [[ $name == *::run_bf16::* ]]; then
           need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
@@ -153,7 +155,7 @@ check() {
     for k in engine::rope::Rotate sinusoidal::kernel::Sinusoids engine::ceiling::Axpb; do
       for d in f32 half::binary16::f16 half::bfloat::bf16; do
         if [ "$k" = engine::rope::Rotate ]; then
-          want="posenc::engine::$arch::$t::run::<posenc::$k<$d, false, true, true>>"
+          want="posenc::engine::$arch::$t::run::<posenc::$k<$d, $d, false, true, true>>"
         else
           want="posenc::engine::$arch::$t::run::<posenc::$k<$d>>"
         fi
@@ -173,7 +175,8 @@ check() {
     if [ $t = avx512 ]; then
       # The kernels that round to bf16 have a second instantiation with AVX512-BF16 (and
       # only they: `Kernel::ROUNDS_TO_BF16` keeps the others out of `run_bf16`).
-      for k in "engine::rope::Rotate<half::bfloat::bf16, false, true, true>" \
+      for k in "engine::rope::Rotate<half::bfloat::bf16, half::bfloat::bf16, false, true, true>" \
+        "engine::rope::Rotate<f32, half::bfloat::bf16, false, true, true>" \
         "sinusoidal::kernel::Sinusoids<half::bfloat::bf16>" "engine::ceiling::Axpb<half::bfloat::bf16>"; do
         want="posenc::engine::x86_64::avx512::run_bf16::<posenc::$k>"
         grep -qF $'\t'"$want" "$work/names" || {
@@ -185,6 +188,23 @@ check() {
         echo "check-asm: FAIL kernels that never round to bf16 instantiated in run_bf16 (above)" >&2
         fails=1
       fi
+    fi
+    # Rotate-into f32 → f16 / bf16 (kernels of their own; the other pairs are staged), and
+    # the general shape QK-norm runs in, for each dtype in place and f32 into bf16.
+    for o in half::binary16::f16 half::bfloat::bf16; do
+      want="posenc::engine::$arch::$t::run::<posenc::engine::rope::Rotate<f32, $o, false, true, true>>"
+      grep -qF $'\t'"$want" "$work/names" || { echo "check-asm: FAIL $want not found" >&2; fails=1; }
+    done
+    for p in "f32, f32" "half::binary16::f16, half::binary16::f16" \
+      "half::bfloat::bf16, half::bfloat::bf16" "f32, half::bfloat::bf16"; do
+      want="posenc::engine::$arch::$t::run::<posenc::engine::rope::Rotate<$p, false, true, false>>"
+      grep -qF $'\t'"$want" "$work/names" || { echo "check-asm: FAIL $want not found" >&2; fails=1; }
+    done
+    # The staged pairs have no kernel: f16/bf16 into another dtype never reaches a tier.
+    if grep -E $'\t''posenc::engine::[a-z0-9_:]+::run(_bf16)?::<posenc::engine::rope::Rotate<half::[a-z0-9:]+, (f32|half::[a-z0-9:]+), ' "$work/names" \
+      | grep -vE 'Rotate<(half::binary16::f16, half::binary16::f16|half::bfloat::bf16, half::bfloat::bf16),' >&2; then
+      echo "check-asm: FAIL a staged pair instantiated as a kernel (above)" >&2
+      fails=1
     fi
     want="posenc::engine::$arch::$t::run::<posenc::engine::angles::CosSinTable>"
     grep -qF $'\t'"$want" "$work/names" || {

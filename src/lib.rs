@@ -223,11 +223,13 @@ extern crate std;
 
 mod angles;
 mod axes;
+mod backward;
 pub mod bench;
 mod companions;
 mod element;
 mod engine;
 mod error;
+mod fused;
 
 #[cfg(feature = "rayon")]
 mod parallel;
@@ -245,6 +247,7 @@ pub use axes::Axes;
 pub use companions::{alibi, load, permute, presets, t5};
 pub use element::{Dtype, Element};
 pub use error::{Error, Formula};
+pub use fused::RmsNorm;
 pub use half::{bf16, f16};
 #[cfg(feature = "rayon")]
 pub use parallel::{PAR_GRAIN, PAR_MIN_ELEMENTS};

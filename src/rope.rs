@@ -381,7 +381,7 @@ impl Rope {
     }
 
     /// The view of a contiguous token-major buffer of `n_heads` heads.
-    fn contiguous(&self, n_heads: usize) -> View {
+    pub(crate) fn contiguous(&self, n_heads: usize) -> View {
         View::token_major(n_heads, self.head_dim)
     }
 
@@ -415,7 +415,13 @@ impl Rope {
     /// Rotates the views of `targets` (validated) by `src` (validated), cos scaled by `cs`
     /// and sin by `ss`. Positions that are not i32 are converted a stack buffer at a time, each
     /// piece its own engine call on its tokens: results do not depend on how a call is split.
-    fn launch<T: Element>(&self, targets: &mut [Target<'_, T>], src: Source<'_>, cs: f32, ss: f32) {
+    pub(crate) fn launch<I: Element, O: Element>(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        src: Source<'_>,
+        cs: f32,
+        ss: f32,
+    ) {
         match src {
             Source::Table(t) => {
                 let angles = EngineAngles::Table {
@@ -434,12 +440,13 @@ impl Rope {
     }
 
     /// The job of tokens `first .. first + tokens` of a call.
-    fn job<'a>(&self, first: usize, tokens: usize, angles: EngineAngles<'a>) -> Job<'a> {
+    pub(crate) fn job<'a>(&self, first: usize, tokens: usize, angles: EngineAngles<'a>) -> Job<'a> {
         Job {
             first,
             tokens,
             offset: self.rotary_offset,
             rotary_dim: self.rotary_dim,
+            head_dim: self.head_dim,
             layout: self.layout,
             angles,
             round: self.rounding,
@@ -472,7 +479,7 @@ impl Rope {
         check_rows(what, x.len(), n_heads, self.head_dim, src.tokens())?;
         self.check_source(&src)?;
         let views = [self.contiguous(n_heads)];
-        self.launch(&mut [Target { x, views: &views }], src, cs, ss);
+        self.launch(&mut [Target::in_place(x, &views)], src, cs, ss);
         Ok(())
     }
 
@@ -571,7 +578,7 @@ impl Rope {
         self.check_source(&src)?;
         let m = self.attention_factor;
         let (qs, ks) = ([self.contiguous(n_q_heads)], [self.contiguous(n_kv_heads)]);
-        let mut targets = [Target { x: q, views: &qs }, Target { x: k, views: &ks }];
+        let mut targets = [Target::in_place(q, &qs), Target::in_place(k, &ks)];
         self.launch(&mut targets, src, m, m);
         Ok(())
     }
@@ -614,7 +621,7 @@ impl Rope {
             return Ok(()); // no tokens: nothing to rotate (offsets were never dereferenced)
         }
         let m = self.attention_factor;
-        self.launch(&mut [Target { x, views }], src, m, m);
+        self.launch(&mut [Target::in_place(x, views)], src, m, m);
         Ok(())
     }
 
@@ -644,7 +651,7 @@ impl Rope {
         let flat = P::ints(positions.as_flattened());
         flat.check("positions", self.position_limit())?;
         let views = [self.contiguous(n_heads)];
-        let targets = &mut [Target { x, views: &views }];
+        let targets = &mut [Target::in_place(x, &views)];
         let m = self.attention_factor;
         self.for_positions(flat, Some(n_axes), |first, tokens, angles| {
             let job = self.job(first, tokens, angles.scaled(m, m));
@@ -654,7 +661,7 @@ impl Rope {
     }
 
     /// Checks that positions with `a` axes suit this rope; returns the axis count.
-    fn check_axes(&self, a: usize) -> Result<usize, Error> {
+    pub(crate) fn check_axes(&self, a: usize) -> Result<usize, Error> {
         let n_axes = self.axes.count();
         if a != n_axes {
             return Err(Error::LengthMismatch {
@@ -671,7 +678,7 @@ impl Rope {
     /// (flattened; `None`: one plain position per token), converting them to i32 a stack
     /// buffer at a time when they are another integer type. The angles are unscaled (cos and
     /// sin by 1): callers scale them ([`EngineAngles::scaled`]).
-    fn for_positions<'a>(
+    pub(crate) fn for_positions<'a>(
         &'a self,
         ints: Ints<'a>,
         n_axes: Option<usize>,

@@ -53,6 +53,7 @@ mod portable;
 pub(crate) mod quant;
 pub(crate) mod rope;
 mod scalar;
+pub(crate) mod staged;
 pub(crate) mod three_term;
 pub(crate) mod vector;
 #[cfg(target_arch = "x86_64")]

@@ -1,5 +1,9 @@
-//! The RoPE driver: one streaming loop for every tier, layout, dtype, angle source and
-//! rounding mode.
+//! The RoPE driver: one streaming loop for every tier, layout, dtype pair, angle source and
+//! rounding mode. It reads the heads of a source buffer of `I` and writes the heads of a
+//! destination of `O`: in place, both are the same buffer and view; rotate-into (a KV-cache
+//! slot) has two, and then the channels outside the rotary window are converted too. With a
+//! norm (QK-norm), each head (or each token's row of heads) is RMS-normalised as it is loaded:
+//! `r` from one read of the head, then the rotation reads it again, normalising each vector.
 //!
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
@@ -36,88 +40,133 @@
 
 use super::angles::{CHUNK, Padded, Source, Tab, interleaved};
 use super::dispatch::dispatch;
-use super::job::{Job, Target};
+use super::job::{Job, NormKind, Target};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::{Dtype, Element};
 use crate::types::{Backend, Rounding, View};
 use core::mem::MaybeUninit;
 
-/// Rotates `targets` as `job` says (validated by the API layer) on `backend`.
+/// Rotates `targets` as `job` says (validated by the API layer) on `backend`: each target's
+/// source heads of `I`, rotated in f32, into its destination heads of `O` (the same buffer
+/// for the in-place calls).
 ///
-/// The kernels are instantiated once per dtype, here in posenc (`rotate_f32`, …): a generic
-/// entry point would otherwise compile every tier's variants into each crate that calls it
-/// (every test binary, every user crate), which dominated `cargo test`'s build time.
+/// The kernels are instantiated once per dtype pair, here in posenc (`rotate_f32_f32`, …): a
+/// generic entry point would otherwise compile every tier's variants into each crate that
+/// calls it (every test binary, every user crate), which dominated `cargo test`'s build time.
+/// For the same reason only the pairs a runtime streams get kernels of their own: each dtype
+/// in place (or into a buffer of its own type), and f32 activations into an f16/bf16 cache
+/// under posenc's rounding. The other pairs, and the HF rounding modes between two dtypes,
+/// go through a stack buffer ([`super::staged`]) to one of those kernels, with the same
+/// result bit for bit (see there).
 #[inline]
-pub(crate) fn rotate<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
-    match T::DTYPE {
-        Dtype::F32 => rotate_f32(backend, retype_targets(targets), job),
-        Dtype::F16 => rotate_f16(backend, retype_targets(targets), job),
-        Dtype::Bf16 => rotate_bf16(backend, retype_targets(targets), job),
+pub(crate) fn rotate<I: Element, O: Element>(
+    backend: Backend,
+    targets: &mut [Target<'_, I, O>],
+    job: Job<'_>,
+) {
+    use Dtype::{Bf16, F16, F32};
+    match (I::DTYPE, O::DTYPE) {
+        _ if is_staged(I::DTYPE, O::DTYPE, job.round) => {
+            super::staged::rotate(backend, targets, job)
+        }
+        (F32, F32) => rotate_f32_f32(backend, retype_targets(targets), job),
+        (F16, F16) => rotate_f16_f16(backend, retype_targets(targets), job),
+        (Bf16, Bf16) => rotate_bf16_bf16(backend, retype_targets(targets), job),
+        (F32, F16) => rotate_f32_f16(backend, retype_targets(targets), job),
+        (F32, Bf16) => rotate_f32_bf16(backend, retype_targets(targets), job),
+        _ => super::staged::rotate(backend, targets, job), // (never: the others are staged)
     }
 }
 
-#[inline(never)]
-fn rotate_f32(backend: Backend, targets: &mut [Target<'_, f32>], job: Job<'_>) {
-    rotate_as(backend, targets, job)
+/// Whether [`rotate`] stages a call from `i` into `o` under `round` (the pair has no kernel of
+/// its own): any two dtypes except f32 into f16/bf16 under posenc's rounding.
+pub(crate) fn is_staged(i: Dtype, o: Dtype, round: Rounding) -> bool {
+    i != o && !(i == Dtype::F32 && round == Rounding::Once)
 }
 
-#[inline(never)]
-fn rotate_f16(backend: Backend, targets: &mut [Target<'_, half::f16>], job: Job<'_>) {
-    rotate_as(backend, targets, job)
+/// One non-generic entry point per dtype pair with a kernel (see [`rotate`]): `$hf` says
+/// whether the pair has the HF modes' kernels too (one dtype in and out).
+macro_rules! per_pair {
+    ($($name:ident: $i:ty => $o:ty, $hf:literal;)*) => {$(
+        #[inline(never)]
+        fn $name(backend: Backend, targets: &mut [Target<'_, $i, $o>], job: Job<'_>) {
+            rotate_as::<$i, $o, $hf>(backend, targets, job)
+        }
+    )*};
 }
 
-#[inline(never)]
-fn rotate_bf16(backend: Backend, targets: &mut [Target<'_, half::bf16>], job: Job<'_>) {
-    rotate_as(backend, targets, job)
+per_pair! {
+    rotate_f32_f32: f32 => f32, true;
+    rotate_f16_f16: half::f16 => half::f16, true;
+    rotate_bf16_bf16: half::bf16 => half::bf16, true;
+    rotate_f32_f16: f32 => half::f16, false;
+    rotate_f32_bf16: f32 => half::bf16, false;
 }
 
-/// `targets` as targets of `U`, which `T` is (see `vector::retype`).
+/// `targets` as targets of `(I2, O2)`, which `(I, O)` are (see `vector::retype`).
 #[inline(always)]
-fn retype_targets<'a, 'b, T: Element, U: Element>(
-    targets: &'a mut [Target<'b, T>],
-) -> &'a mut [Target<'b, U>] {
-    assert!(T::DTYPE == U::DTYPE);
-    // SAFETY: `T` and `U` are the same type (one `Element` per dtype), so `Target<'b, T>` and
-    // `Target<'b, U>` are the same type too; the length and borrow carry over.
+fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: Element>(
+    targets: &'a mut [Target<'b, I, O>],
+) -> &'a mut [Target<'b, I2, O2>] {
+    assert!(I::DTYPE == I2::DTYPE && O::DTYPE == O2::DTYPE);
+    // SAFETY: `I` and `I2` are the same type, and so are `O` and `O2` (one `Element` per
+    // dtype), so `Target<'b, I, O>` and `Target<'b, I2, O2>` are the same type too; the length
+    // and borrow carry over.
     unsafe { core::slice::from_raw_parts_mut(targets.as_mut_ptr().cast(), targets.len()) }
 }
 
-/// [`rotate`] for one dtype. Layout, rounding and the common shape (one chunk of whole vectors per token) are chosen
-/// here, before dispatch, as constants of the kernel: each combination is its own
-/// `#[target_feature]` instantiation, so the inner loops test none of them, and each function
-/// stays small enough to keep its values in registers (one function holding every variant
-/// measured slower in `cargo bench --bench ratio`, and its debug-build frame outgrew a rayon
-/// worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds on every tier.
-fn rotate_as<T: Element>(backend: Backend, targets: &mut [Target<'_, T>], job: Job<'_>) {
+/// [`rotate`] for one dtype pair. Layout, rounding and the common shape (one chunk of whole
+/// vectors per token) are chosen here, before dispatch, as constants of the kernel: each
+/// combination is its own `#[target_feature]` instantiation, so the inner loops test none of
+/// them, and each function stays small enough to keep its values in registers (one function
+/// holding every variant measured slower in `cargo bench --bench ratio`, and its debug-build
+/// frame outgrew a rayon worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds
+/// on every tier. A norm (QK-norm) runs in the general shape, `WHOLE` = false, where it is a
+/// branch per head rather than a kernel of its own: a constant would double the kernels.
+/// Pairs between two dtypes come here under posenc's rounding only (see [`rotate`]).
+fn rotate_as<I: Element, O: Element, const HF: bool>(
+    backend: Backend,
+    targets: &mut [Target<'_, I, O>],
+    job: Job<'_>,
+) {
     let half = job.rotary_dim / 2;
-    let whole = half <= CHUNK && half.is_multiple_of(MAX_LANES);
+    let norm = targets.iter().any(|t| t.norm.is_some());
+    let whole = half <= CHUNK && half.is_multiple_of(MAX_LANES) && !norm;
     macro_rules! go {
         ($il:literal, $once:literal, $whole:literal) => {
-            dispatch(backend, Rotate::<T, $il, $once, $whole> { targets, job })
+            dispatch(backend, Rotate::<I, O, $il, $once, $whole> { targets, job })
         };
     }
-    match (interleaved(job.layout), job.round == Rounding::Once, whole) {
-        (true, true, true) => go!(true, true, true),
-        (false, true, true) => go!(false, true, true),
-        (true, true, false) => go!(true, true, false),
-        (false, true, false) => go!(false, true, false),
-        (true, false, _) => go!(true, false, false),
-        (false, false, _) => go!(false, false, false),
+    let il = interleaved(job.layout);
+    if HF && job.round != Rounding::Once {
+        // (`HF` is a constant, so the pairs without these kernels do not instantiate them.)
+        return match il {
+            true => go!(true, false, false),
+            false => go!(false, false, false),
+        };
+    }
+    // Under the HF modes a pair without `HF` never gets here (see [`rotate`]).
+    match (il, whole) {
+        (true, true) => go!(true, true, true),
+        (false, true) => go!(false, true, true),
+        (true, false) => go!(true, true, false),
+        (false, false) => go!(false, true, false),
     }
 }
 
-/// The RoPE kernel for one layout (`IL`: interleaved), rounding (`ONCE`: posenc's) and shape
-/// (`WHOLE`: one chunk of whole vectors per token); see [`rotate`].
-pub(crate) struct Rotate<'a, 'b, T, const IL: bool, const ONCE: bool, const WHOLE: bool> {
-    pub targets: &'a mut [Target<'b, T>],
+/// The RoPE kernel for one dtype pair (`I` read, `O` written), layout (`IL`: interleaved),
+/// rounding (`ONCE`: posenc's) and shape (`WHOLE`: one chunk of whole vectors per token, and
+/// no norm); see [`rotate`].
+pub(crate) struct Rotate<'a, 'b, I, O, const IL: bool, const ONCE: bool, const WHOLE: bool> {
+    pub targets: &'a mut [Target<'b, I, O>],
     pub job: Job<'a>,
 }
 
-impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
-    for Rotate<'_, '_, T, IL, ONCE, WHOLE>
+impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
+    for Rotate<'_, '_, I, O, IL, ONCE, WHOLE>
 {
     type Output = ();
-    const ROUNDS_TO_BF16: bool = matches!(T::DTYPE, Dtype::Bf16);
+    const ROUNDS_TO_BF16: bool = matches!(O::DTYPE, Dtype::Bf16);
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
@@ -127,10 +176,31 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
             return;
         }
         for t in self.targets.iter() {
-            for v in t.views {
-                // The API layer validated every view; the loops below rely on it for raw
-                // pointer arithmetic, so it is proven again here, once per view.
-                assert!(in_bounds(v, &job, t.x.len()));
+            // The API layer validated every view; the loops below rely on it for raw
+            // pointer arithmetic, so it is proven again here, once per view.
+            assert!(t.src_views.len() == t.dst_views.len());
+            for (sv, dv) in t.src_views.iter().zip(t.dst_views) {
+                assert!(sv.n_heads == dv.n_heads);
+                assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
+                // The norm runs in the general shape only (see `rotate_as`).
+                assert!(!WHOLE || t.norm.is_none());
+                // A norm reads the whole head before the rotation writes it: in place, that
+                // holds only when a token is one chunk (the API refuses the rest).
+                assert!(
+                    t.norm.is_none()
+                        || half <= CHUNK
+                        || !core::ptr::eq(
+                            t.src().0.cast::<u8>(),
+                            t.dst().0.cast::<u8>().cast_const()
+                        )
+                );
+                if let Some(n) = t.norm {
+                    let need = match n.kind {
+                        NormKind::Row => sv.n_heads.checked_mul(job.head_dim),
+                        _ => Some(job.head_dim),
+                    };
+                    assert!(need.is_some_and(|w| w <= n.weight.len()));
+                }
             }
         }
         let mut scratch = MaybeUninit::<Padded>::uninit();
@@ -142,23 +212,25 @@ impl<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool> Kernel
             offset: job.offset,
             tokens: job.tokens,
             half,
+            head_dim: job.head_dim,
             chunks: half.div_ceil(CHUNK),
             round: job.round,
         };
-        run.stream::<T, IL, ONCE, WHOLE>(self.targets);
+        run.stream::<I, O, IL, ONCE, WHOLE>(self.targets);
     }
 }
 
-/// Whether every rotary window `job` touches in view `v` lies inside a buffer of `len`
-/// elements. Windows start at `v.offset + job.offset + t·token_stride + h·head_stride` for
-/// tokens `t` in `job.first .. job.first + job.tokens` and are `rotary_dim` long; strides are
-/// unsigned, so the last window ends furthest, and checking it (without overflow) proves
-/// every pointer the loops form stays inside the buffer.
+/// Whether every head `job` touches in view `v` lies inside a buffer of `len` elements.
+/// Heads start at `v.offset + t·token_stride + h·head_stride` for tokens `t` in
+/// `job.first .. job.first + job.tokens` and are `head_dim` long (the rotary window lies
+/// inside); strides are unsigned, so the last head ends furthest, and checking it (without
+/// overflow) proves every pointer the loops form stays inside the buffer.
 #[inline(always)]
 fn in_bounds(v: &View, job: &Job<'_>, len: usize) -> bool {
     if job.tokens == 0 || v.n_heads == 0 {
-        return true; // no window: the loops form no pointer for this view
+        return true; // no head: the loops form no pointer for this view
     }
+    let window = job.offset.checked_add(job.rotary_dim);
     let end = (job.first.checked_add(job.tokens - 1))
         .and_then(|t| t.checked_mul(v.token_stride))
         .and_then(|a| {
@@ -167,9 +239,8 @@ fn in_bounds(v: &View, job: &Job<'_>, len: usize) -> bool {
                 .and_then(|b| a.checked_add(b))
         })
         .and_then(|a| a.checked_add(v.offset))
-        .and_then(|a| a.checked_add(job.offset))
-        .and_then(|a| a.checked_add(job.rotary_dim));
-    end.is_some_and(|e| e <= len)
+        .and_then(|a| a.checked_add(job.head_dim));
+    window.is_some_and(|w| w <= job.head_dim) && end.is_some_and(|e| e <= len)
 }
 
 /// One call's constants.
@@ -182,6 +253,7 @@ struct Run<'a, S: Simd> {
     offset: usize,
     tokens: usize,
     half: usize,
+    head_dim: usize,
     /// Chunks per token.
     chunks: usize,
     round: Rounding,
@@ -194,6 +266,15 @@ struct Pending<'a> {
     done: usize,
     blocks: usize,
     tab: &'a mut Tab,
+}
+
+/// What a normalised head is multiplied by: `r` (splat) and the weights of its channels
+/// (`w` points at the weight of the head's channel 0).
+#[derive(Clone, Copy)]
+struct Pre<F> {
+    r: F,
+    w: *const f32,
+    kind: NormKind,
 }
 
 impl<S: Simd> Run<'_, S> {
@@ -245,14 +326,15 @@ impl<S: Simd> Run<'_, S> {
 
     /// The items in memory order, the next item's table pipelined.
     #[inline(always)]
-    fn stream<T: Element, const IL: bool, const ONCE: bool, const WHOLE: bool>(
+    fn stream<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool>(
         &self,
-        targets: &mut [Target<'_, T>],
+        targets: &mut [Target<'_, I, O>],
     ) {
         let items = self.tokens * self.chunks;
         let mut tabs = [Tab::new(), Tab::new()];
-        self.complete::<T, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
+        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
         let single = self.tokens == 1;
+        let partial = 2 * self.half < self.head_dim;
         for i in 0..items {
             let (a, b) = tabs.split_at_mut(1);
             let (cur, nxt) = if i % 2 == 0 {
@@ -263,45 +345,153 @@ impl<S: Simd> Run<'_, S> {
             let mut next = self.pending(i + 1, nxt);
             let (t, j0, n) = self.item(i);
             for target in targets.iter_mut() {
-                let x = target.x.as_mut_ptr();
-                for v in target.views.iter().filter(|v| v.n_heads > 0) {
-                    let (nh, hs) = (v.n_heads, v.head_stride);
-                    let at = v.offset + self.offset + (self.first + t) * v.token_stride;
-                    // SAFETY: `in_bounds` proved every window of every token of this view lies
-                    // in `target.x`; `at` is the window of head 0 of token `first + t`.
-                    let base = unsafe { x.add(at) };
+                let (x, _) = target.src();
+                let (y, _) = target.dst();
+                let (norm, whole) = (target.norm, target.whole);
+                for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                    let nh = sv.n_heads;
+                    if nh == 0 {
+                        continue;
+                    }
+                    let (shs, dhs) = (sv.head_stride, dv.head_stride);
+                    let tok = self.first + t;
+                    // SAFETY: `in_bounds` proved every head of every token of both views lies
+                    // in its buffer; these are head 0 of token `first + t`.
+                    let (sbase, dbase) = unsafe {
+                        (
+                            x.add(sv.offset + tok * sv.token_stride),
+                            y.add(dv.offset + tok * dv.token_stride),
+                        )
+                    };
+                    // (`WHOLE` kernels never norm: the branch is not compiled into them.)
+                    if !WHOLE && let Some(norm) = norm {
+                        let hd = self.head_dim;
+                        // (A loop, not a closure: a closure would lose the tier's features.)
+                        let row = if norm.kind == NormKind::Row {
+                            let mut sum = 0.0f64;
+                            for h in 0..nh {
+                                // SAFETY: head `h` of this token is in bounds (above).
+                                sum += unsafe { self.sum_squares(sbase.wrapping_add(h * shs), hd) };
+                            }
+                            Some(scale(sum, nh * hd, norm.eps))
+                        } else {
+                            None
+                        };
+                        for h in 0..nh {
+                            let (sp, dp) =
+                                (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                            let r = match row {
+                                Some(r) => r,
+                                // SAFETY: head `h` is in bounds (above).
+                                None => scale(unsafe { self.sum_squares(sp, hd) }, hd, norm.eps),
+                            };
+                            let w = match norm.kind {
+                                NormKind::Row => norm.weight[h * hd..].as_ptr(),
+                                _ => norm.weight.as_ptr(),
+                            };
+                            let pre = Pre {
+                                r: self.s.splat(r),
+                                w,
+                                kind: norm.kind,
+                            };
+                            if partial && j0 == 0 {
+                                // SAFETY: head `h` of both views is in bounds; `w` has
+                                // `head_dim` weights (asserted in `run`).
+                                unsafe { self.pass::<I, O, ONCE, true>(sp, dp, pre) };
+                            }
+                            // SAFETY: the windows of head `h` are in bounds, pairs `j0 .. j0 +
+                            // n ≤ half`; `cur` holds the item's table; `w` as above.
+                            unsafe {
+                                self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
+                                    sp.add(self.offset),
+                                    dp.add(self.offset),
+                                    shs,
+                                    dhs,
+                                    j0,
+                                    n,
+                                    cur,
+                                    Pre {
+                                        w: pre.w.wrapping_add(self.offset),
+                                        ..pre
+                                    },
+                                )
+                            };
+                            self.advance::<I, IL, ONCE>(&mut next);
+                        }
+                        continue;
+                    }
+                    if whole && partial && j0 == 0 {
+                        for h in 0..nh {
+                            let pre = self.no_pre();
+                            // SAFETY: head `h` of both views is in bounds.
+                            unsafe {
+                                self.pass::<I, O, ONCE, false>(
+                                    sbase.wrapping_add(h * shs),
+                                    dbase.wrapping_add(h * dhs),
+                                    pre,
+                                )
+                            };
+                        }
+                    }
+                    let (sbase, dbase) = (
+                        sbase.wrapping_add(self.offset),
+                        dbase.wrapping_add(self.offset),
+                    );
+                    let pre = self.no_pre();
                     let mut h = 0;
                     if single {
                         while h + 4 <= nh {
-                            let p = base.wrapping_add(h * hs);
+                            let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
                             // SAFETY: (this call and the two below) heads `h .. h + H ≤
-                            // n_heads` of token `t` are windows proven in bounds, and `rotate`
-                            // stays inside pairs `j0 .. j0 + n ≤ half` of each; `cur` holds
-                            // the item's table.
-                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 4>(p, hs, j0, n, cur) };
-                            self.advance::<T, IL, ONCE>(&mut next);
+                            // n_heads` of token `t` are windows proven in bounds in both
+                            // buffers, and `rotate` stays inside pairs `j0 .. j0 + n ≤ half` of
+                            // each; `cur` holds the item's table.
+                            unsafe {
+                                self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
+                                    p, q, shs, dhs, j0, n, cur, pre,
+                                )
+                            };
+                            self.advance::<I, IL, ONCE>(&mut next);
                             h += 4;
                         }
                     }
                     if !IL || single {
                         while h + 2 <= nh {
-                            let p = base.wrapping_add(h * hs);
+                            let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
                             // SAFETY: as above.
-                            unsafe { self.rotate::<T, IL, ONCE, WHOLE, 2>(p, hs, j0, n, cur) };
-                            self.advance::<T, IL, ONCE>(&mut next);
+                            unsafe {
+                                self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
+                                    p, q, shs, dhs, j0, n, cur, pre,
+                                )
+                            };
+                            self.advance::<I, IL, ONCE>(&mut next);
                             h += 2;
                         }
                     }
                     while h < nh {
-                        let p = base.wrapping_add(h * hs);
+                        let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
                         // SAFETY: as above.
-                        unsafe { self.rotate::<T, IL, ONCE, WHOLE, 1>(p, hs, j0, n, cur) };
-                        self.advance::<T, IL, ONCE>(&mut next);
+                        unsafe {
+                            self.rotate::<I, O, IL, ONCE, WHOLE, false, 1>(
+                                p, q, shs, dhs, j0, n, cur, pre,
+                            )
+                        };
+                        self.advance::<I, IL, ONCE>(&mut next);
                         h += 1;
                     }
                 }
             }
-            self.complete::<T, IL, ONCE>(&mut next);
+            self.complete::<I, IL, ONCE>(&mut next);
+        }
+    }
+
+    /// The `Pre` of a call without a norm (never read).
+    #[inline(always)]
+    fn no_pre(&self) -> Pre<S::F> {
+        Pre {
+            r: self.s.splat(1.0),
+            w: core::ptr::null(),
+            kind: NormKind::Head,
         }
     }
 
@@ -313,31 +503,151 @@ impl<S: Simd> Run<'_, S> {
         }
     }
 
-    /// Rotates pairs `j0 .. j0 + n` of the `H` rotary windows at `p0 + i·hs` (`i < H`) with
-    /// the chunk's table; each table vector is loaded once for all of them.
+    /// `Σ x²` over the `n` values at `p`, each square exact in f64, summed in f64.
+    ///
+    /// # Safety
+    /// `p .. p + n` is readable.
+    #[inline(always)]
+    unsafe fn sum_squares<I: Element>(&self, p: *const I, n: usize) -> f64 {
+        let (s, l) = (self.s, S::LANES);
+        let (mut lo_acc, mut hi_acc) = (s.dsplat(0.0), s.dsplat(0.0));
+        let mut tmp = [0.0f32; MAX_LANES];
+        let mut k = 0;
+        while k < n {
+            let x = if k + l <= n {
+                // SAFETY: values `k .. k + l ≤ n`.
+                unsafe { s.ld::<I>(p.add(k)) }
+            } else {
+                // SAFETY: values `k .. n`; the rest of the vector is zero padding.
+                let tail = unsafe { core::slice::from_raw_parts(p.add(k), n - k) };
+                s.load(&pad(tail)[..])
+            };
+            s.store(x, &mut tmp[..]);
+            let (lo, hi) = (s.load_widen(&tmp[..]), s.load_widen(&tmp[l / 2..]));
+            lo_acc = s.dadd(lo_acc, s.dmul(lo, lo));
+            hi_acc = s.dadd(hi_acc, s.dmul(hi, hi));
+            k += l;
+        }
+        let mut out = [0.0f64; MAX_LANES];
+        s.store_d(s.dadd(lo_acc, hi_acc), &mut out[..]);
+        out[..l / 2].iter().sum()
+    }
+
+    /// The channels of a head outside its rotary window, from `p` (source head) to `q`
+    /// (destination head): converted, normalised first when `NORM`.
+    ///
+    /// # Safety
+    /// `p .. p + head_dim` is readable, `q .. q + head_dim` writable (the same head in place);
+    /// when `NORM`, `pre.w .. + head_dim` is readable.
+    #[inline(always)]
+    unsafe fn pass<I: Element, O: Element, const ONCE: bool, const NORM: bool>(
+        &self,
+        p: *const I,
+        q: *mut O,
+        pre: Pre<S::F>,
+    ) {
+        let (s, l) = (self.s, S::LANES);
+        let end = self.offset + 2 * self.half;
+        for (a, b) in [(0, self.offset), (end, self.head_dim)] {
+            let mut k = a;
+            while k < b {
+                let m = l.min(b - k);
+                // SAFETY: channels `k .. k + m ≤ head_dim` of the head (and its weights); the
+                // destination is written after the source is read (the same memory in place).
+                unsafe {
+                    let xs = core::slice::from_raw_parts(p.add(k), m);
+                    let mut v = s.load(&pad(xs)[..]);
+                    v = if NORM {
+                        let ws = core::slice::from_raw_parts(pre.w.add(k), m);
+                        self.pre::<I, ONCE>(v, s.load(&pad(ws)[..]), pre)
+                    } else {
+                        // × 1: exact, and quiets a signalling NaN as a widening by `half` does.
+                        s.mul(v, s.splat(1.0))
+                    };
+                    let mut out = [O::default(); MAX_LANES];
+                    s.store(v, &mut out[..]);
+                    core::ptr::copy_nonoverlapping(out.as_ptr(), q.add(k), m);
+                }
+                k += m;
+            }
+        }
+    }
+
+    /// The norm of `x` with weights `w`: `(x·r)·w'` in f32 under posenc's rounding (`w'` is `w`,
+    /// or `1 + w` for Gemma), HF's module arithmetic and roundings to `I` otherwise.
+    #[inline(always)]
+    fn pre<I: Element, const ONCE: bool>(&self, x: S::F, w: S::F, pre: Pre<S::F>) -> S::F {
+        let s = self.s;
+        let xr = s.mul(x, pre.r);
+        match pre.kind {
+            NormKind::HeadOnePlus => {
+                let v = s.mul(xr, s.add(w, s.splat(1.0)));
+                if ONCE { v } else { s.round_to::<I>(v) }
+            }
+            NormKind::Head if !ONCE => s.round_to::<I>(s.mul(w, s.round_to::<I>(xr))),
+            _ => {
+                let v = s.mul(w, xr);
+                if ONCE { v } else { s.round_to::<I>(v) }
+            }
+        }
+    }
+
+    /// Loads `LANES` values of `I` at `p`, normalised when `NORM` (weights at `w`).
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable, and `w .. w + LANES` when `NORM`.
+    #[inline(always)]
+    unsafe fn ld<I: Element, const ONCE: bool, const NORM: bool>(
+        &self,
+        p: *const I,
+        w: *const f32,
+        pre: Pre<S::F>,
+    ) -> S::F {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            let x = self.s.ld::<I>(p);
+            if NORM {
+                self.pre::<I, ONCE>(x, self.s.ld_f32(w), pre)
+            } else {
+                x
+            }
+        }
+    }
+
+    /// Rotates pairs `j0 .. j0 + n` of the `H` rotary windows at `p0 + i·ps` (`i < H`) into the
+    /// windows at `q0 + i·qs` with the chunk's table; each table vector is loaded once for all
+    /// of them. `pre.w` points at the weight of the window's first channel when `NORM`.
     ///
     /// `WHOLE`: the chunk is the whole window and a whole number of vectors (no tail).
     ///
     /// # Safety
-    /// `p0 + i·hs .. p0 + i·hs + 2·half` (`i < H`) are writable windows; `j0 + n ≤ half`;
-    /// `tab` holds the table of this chunk (`n` pairs).
+    /// `p0 + i·ps .. p0 + i·ps + 2·half` (`i < H`) are readable windows, `q0 + i·qs ..` writable
+    /// ones (the same windows in place, else disjoint); `j0 + n ≤ half`; `tab` holds the table
+    /// of this chunk (`n` pairs); when `NORM`, `pre.w .. + 2·half` is readable.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn rotate<
-        T: Element,
+        I: Element,
+        O: Element,
         const IL: bool,
         const ONCE: bool,
         const WHOLE: bool,
+        const NORM: bool,
         const H: usize,
     >(
         &self,
-        p0: *mut T,
-        hs: usize,
+        p0: *const I,
+        q0: *mut O,
+        ps: usize,
+        qs: usize,
         j0: usize,
         n: usize,
         tab: &Tab,
+        pre: Pre<S::F>,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
         let (j0, n) = if WHOLE { (0, half) } else { (j0, n) };
+        let w = pre.w;
         if IL {
             let (m, start) = (2 * n, 2 * j0);
             let ml = m / l * l;
@@ -345,22 +655,33 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: entries `k .. k + l ≤ 2n` of the table were written for this chunk.
                 let (c, sn) = unsafe { tab.get(s, k) };
                 for i in 0..H {
-                    // SAFETY: values `start + k .. + l ≤ 2·half` of window `i`.
-                    unsafe { self.inter::<T, ONCE>(p0.add(i * hs + start + k), c, sn) };
+                    // SAFETY: values `start + k .. + l ≤ 2·half` of window `i` (and weights).
+                    unsafe {
+                        let at = start + k;
+                        let v =
+                            self.ld::<I, ONCE, NORM>(p0.add(i * ps + at), w.wrapping_add(at), pre);
+                        self.inter::<I, O, ONCE>(v, q0.add(i * qs + at), c, sn);
+                    }
                 }
             }
             if !WHOLE && ml < m {
                 // SAFETY: the table's last block covers entries up to `2n` rounded up to `l`.
                 let (c, sn) = unsafe { tab.get(s, ml) };
+                let at = start + ml;
                 for i in 0..H {
-                    // SAFETY: values `start + ml .. start + m ≤ 2·half` of window `i`.
-                    let x = unsafe {
-                        core::slice::from_raw_parts_mut(p0.add(i * hs + start + ml), m - ml)
-                    };
-                    let mut buf = pad(x);
-                    // SAFETY: `buf` holds `MAX_LANES ≥ l` values.
-                    unsafe { self.inter::<T, ONCE>(buf.as_mut_ptr(), c, sn) };
-                    x.copy_from_slice(&buf[..m - ml]);
+                    // SAFETY: values `start + ml .. start + m ≤ 2·half` of window `i` (and
+                    // weights): read first, then written (the same memory in place).
+                    unsafe {
+                        let x = core::slice::from_raw_parts(p0.add(i * ps + at), m - ml);
+                        let mut v = s.load(&pad(x)[..]);
+                        if NORM {
+                            let ws = core::slice::from_raw_parts(w.add(at), m - ml);
+                            v = self.pre::<I, ONCE>(v, s.load(&pad(ws)[..]), pre);
+                        }
+                        let mut out = [O::default(); MAX_LANES];
+                        self.inter::<I, O, ONCE>(v, out.as_mut_ptr(), c, sn);
+                        core::ptr::copy_nonoverlapping(out.as_ptr(), q0.add(i * qs + at), m - ml);
+                    }
                 }
             }
         } else {
@@ -370,77 +691,92 @@ impl<S: Simd> Run<'_, S> {
                 let (c, sn) = unsafe { tab.get(s, k) };
                 for i in 0..H {
                     // SAFETY: pairs `j0 + k .. + l ≤ half` of window `i`: values at `a`
-                    // and `a + half`, both inside the window of `2·half`.
+                    // and `a + half`, both inside the window of `2·half` (and weights).
                     unsafe {
-                        let a = p0.add(i * hs + j0 + k);
-                        self.half_pair::<T, ONCE>(a, a.add(half), c, sn);
+                        let at = j0 + k;
+                        let a = p0.add(i * ps + at);
+                        let x = self.ld::<I, ONCE, NORM>(a, w.wrapping_add(at), pre);
+                        let y =
+                            self.ld::<I, ONCE, NORM>(a.add(half), w.wrapping_add(at + half), pre);
+                        let b = q0.add(i * qs + at);
+                        self.half_pair::<I, O, ONCE>(x, y, b, b.add(half), c, sn);
                     }
                 }
             }
             if !WHOLE && nl < n {
                 // SAFETY: the table's last block covers entries up to `n` rounded up to `l`.
                 let (c, sn) = unsafe { tab.get(s, nl) };
+                let (at, r) = (j0 + nl, n - nl);
                 for i in 0..H {
                     // SAFETY: pairs `j0 + nl .. j0 + n ≤ half` of window `i`, in its first and
-                    // second half (disjoint).
-                    let (a, b) = unsafe {
-                        let a = p0.add(i * hs + j0 + nl);
-                        (
-                            core::slice::from_raw_parts_mut(a, n - nl),
-                            core::slice::from_raw_parts_mut(a.add(half), n - nl),
-                        )
-                    };
-                    let (mut ab, mut bb) = (pad(a), pad(b));
-                    // SAFETY: each buffer holds `MAX_LANES ≥ l` values.
+                    // second half (disjoint), and their weights: read, then written.
                     unsafe {
-                        self.half_pair::<T, ONCE>(ab.as_mut_ptr(), bb.as_mut_ptr(), c, sn);
+                        let a = p0.add(i * ps + at);
+                        let mut x = s.load(&pad(core::slice::from_raw_parts(a, r))[..]);
+                        let mut y = s.load(&pad(core::slice::from_raw_parts(a.add(half), r))[..]);
+                        if NORM {
+                            let wa = core::slice::from_raw_parts(w.add(at), r);
+                            let wb = core::slice::from_raw_parts(w.add(at + half), r);
+                            x = self.pre::<I, ONCE>(x, s.load(&pad(wa)[..]), pre);
+                            y = self.pre::<I, ONCE>(y, s.load(&pad(wb)[..]), pre);
+                        }
+                        let (mut oa, mut ob) =
+                            ([O::default(); MAX_LANES], [O::default(); MAX_LANES]);
+                        self.half_pair::<I, O, ONCE>(x, y, oa.as_mut_ptr(), ob.as_mut_ptr(), c, sn);
+                        let b = q0.add(i * qs + at);
+                        core::ptr::copy_nonoverlapping(oa.as_ptr(), b, r);
+                        core::ptr::copy_nonoverlapping(ob.as_ptr(), b.add(half), r);
                     }
-                    a.copy_from_slice(&ab[..n - nl]);
-                    b.copy_from_slice(&bb[..n - nl]);
                 }
             }
         }
     }
 
-    /// One rotate_half vector pair at `a` and `b`: `a' = a·c − b·s`, `b' = b·c + a·s`.
+    /// One rotate_half vector pair `x`, `y` (loaded) stored to `a` and `b`:
+    /// `a = x·c − y·s`, `b = y·c + x·s`.
     ///
     /// # Safety
     /// `a`, `b` each address `LANES` writable values.
     #[inline(always)]
-    unsafe fn half_pair<T: Element, const ONCE: bool>(
+    unsafe fn half_pair<I: Element, O: Element, const ONCE: bool>(
         &self,
-        a: *mut T,
-        b: *mut T,
+        x: S::F,
+        y: S::F,
+        a: *mut O,
+        b: *mut O,
         c: S::F,
         sn: S::F,
     ) {
         let s = self.s;
         // SAFETY: the caller's precondition.
         unsafe {
-            let (x, y) = (s.ld::<T>(a), s.ld::<T>(b));
-            s.st::<T>(self.rot::<T, ONCE>(x, c, y, sn, true), a);
-            s.st::<T>(self.rot::<T, ONCE>(y, c, x, sn, false), b);
+            s.st::<O>(self.rot::<I, ONCE>(x, c, y, sn, true), a);
+            s.st::<O>(self.rot::<I, ONCE>(y, c, x, sn, false), b);
         }
     }
 
-    /// One interleaved vector at `x` with expanded tables: `x·c + swap_pairs(x)·s`.
+    /// One interleaved vector `v` (loaded) with expanded tables, `v·c + swap_pairs(v)·s`,
+    /// stored to `q`.
     ///
     /// # Safety
-    /// `x .. x + LANES` is writable.
+    /// `q .. q + LANES` is writable.
     #[inline(always)]
-    unsafe fn inter<T: Element, const ONCE: bool>(&self, x: *mut T, c: S::F, sn: S::F) {
+    unsafe fn inter<I: Element, O: Element, const ONCE: bool>(
+        &self,
+        v: S::F,
+        q: *mut O,
+        c: S::F,
+        sn: S::F,
+    ) {
         let s = self.s;
         // SAFETY: the caller's precondition.
-        unsafe {
-            let v = s.ld::<T>(x);
-            s.st::<T>(self.rot::<T, ONCE>(v, c, s.swap_pairs(v), sn, false), x);
-        }
+        unsafe { s.st::<O>(self.rot::<I, ONCE>(v, c, s.swap_pairs(v), sn, false), q) };
     }
 
     /// `x·c ∓ y·s` (`minus` picks the sign; interleaved tables carry it in `s`). Every layout
     /// forms exactly these expressions per pair, which keeps the layouts bitwise equivalent.
     /// `ONCE`: posenc's rounding (fused where the tier fuses); otherwise HF's unfused f32
-    /// arithmetic, with (`HfEager`) or without (`HfUpcast`) rounding to `T` in between.
+    /// arithmetic, with (`HfEager`) or without (`HfUpcast`) rounding to the source type `T` in between.
     #[inline(always)]
     fn rot<T: Element, const ONCE: bool>(
         &self,
@@ -464,9 +800,18 @@ impl<S: Simd> Run<'_, S> {
             _ => (xc, s.mul(y, sn)),
         };
         let v = if minus { s.sub(xc, ys) } else { s.add(xc, ys) };
-        match self.round {
-            Rounding::HfEager => s.round_to::<T>(v),
-            _ => v,
-        }
+        // Both HF modes end in the source type (HF's output tensor); a store to another type
+        // (rotate-into) then converts that value, as HF's cache write does. In place the store
+        // to `T` rounds the same value again, which changes nothing.
+        s.round_to::<T>(v)
     }
+}
+
+/// The RMSNorm factor `1 / sqrt(mean + eps)` of `n` values whose squares sum to `sum`: the
+/// mean rounded once to f32 (`sum` carries every square exactly, in f64), then HF's f32
+/// arithmetic (`torch.rsqrt` is `1 / sqrt`, two roundings).
+#[inline(always)]
+fn scale(sum: f64, n: usize, eps: f32) -> f32 {
+    let mean = (sum / n as f64) as f32;
+    1.0 / libm::sqrtf(mean + eps)
 }

@@ -1,8 +1,11 @@
 //! Instantiates posenc's x86 tier entry points for every dtype (see Cargo.toml). Running it
 //! is harmless (it prints one line per backend); `.ci/check-asm.sh` only disassembles it.
 
-use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use posenc::bench::memory_ceiling_pass;
+use posenc::{
+    Backend, Element, Layout, RmsNorm, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, View,
+    bf16, f16,
+};
 use std::hint::black_box;
 
 fn every_entry_point<T: Element>(backend: Backend) -> f32 {
@@ -13,6 +16,16 @@ fn every_entry_point<T: Element>(backend: Backend) -> f32 {
     let positions = black_box([3, 70_000]);
     let mut x = vec![T::from_f32(0.5); 2 * 4 * 128];
     rope.apply(black_box(&mut x), 4, &positions).unwrap();
+    // Rotate-into (T into f16 and bf16 caches: kernels for f32 → 16-bit, staged for the
+    // rest) and QK-norm + RoPE (in place and into).
+    let view = View::token_major(4, 128);
+    let (mut h, mut b) = (vec![f16::ZERO; x.len()], vec![bf16::ZERO; x.len()]);
+    rope.apply_into(black_box(&x), 4, &mut h, view, &positions).unwrap();
+    rope.apply_into(black_box(&x), 4, &mut b, view, &positions).unwrap();
+    let w = [1.0f32; 128];
+    let norm = RmsNorm::per_head(&w, 1e-6);
+    rope.apply_normed(black_box(&mut x), 4, &norm, &positions).unwrap();
+    rope.apply_normed_into(black_box(&x), 4, &norm, &mut b, view, &positions).unwrap();
     let (mut cos, mut sin) = (vec![0f32; 2 * 64], vec![0f32; 2 * 64]);
     rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
     let pe = Sinusoidal::new(64, 10_000.0, SinusoidalLayout::Interleaved)
@@ -22,7 +35,7 @@ fn every_entry_point<T: Element>(backend: Backend) -> f32 {
     let mut t = vec![T::from_f32(0.0); 2 * 64];
     pe.fill(black_box(&mut t), 5).unwrap();
     memory_ceiling_pass(backend, black_box(&mut x), 2.0, 0.5).unwrap();
-    x[0].to_f32() + t[1].to_f32() + cos[0] + sin[1]
+    x[0].to_f32() + t[1].to_f32() + cos[0] + sin[1] + h[2].to_f32() + b[3].to_f32()
 }
 
 fn main() {

@@ -98,6 +98,7 @@ fn main() {
     check_backends::<f32>(&rope, &f32_data, &mut checks);
     check_backends::<bf16>(&rope, &bf16_data, &mut checks);
     check_mrope(&mut rng, &mut checks);
+    check_decoder_layer(&mut rng, &mut checks);
 
     section("4. Accuracy of cos/sin against f64, last 64 positions of each context");
     rope_accuracy(&rope);
@@ -295,6 +296,98 @@ fn check_mrope(rng: &mut Rng, checks: &mut Checks) {
         "image: per-axis relative position, max |Δ|/‖q‖‖k‖",
         worst,
         3.0 * rot_err::<f32>(),
+    );
+}
+
+/// (8) One decoder layer's positional work as a runtime does it (Qwen3-style: QK-norm, head_dim
+/// 128, θ 1e6, 16 q / 8 kv heads): angles once per forward (`rope.table`), then per layer
+/// QK-norm + RoPE with q in place and k straight into a head-major bf16 KV cache
+/// (`apply_qk_normed_into`), then a context shift of the cache (`shift` by −drop). Checked
+/// against the unfused sequence: the norm written out in f32, `apply`, then one rounding to
+/// bf16; the shifted keys against keys written directly at their new positions.
+fn check_decoder_layer(rng: &mut Rng, checks: &mut Checks) {
+    use posenc::{RmsNorm, View};
+    println!("   (8) a decoder layer's positional work: angles once, QK-norm + RoPE into a bf16");
+    println!("       KV cache (16 q / 8 kv heads, Qwen3-style), then a context shift by −96");
+    let (nq, nkv, hd, tokens, ctx, start) = (16, 8, HEAD_DIM, 64, 256, 160);
+    let rope = Rope::new(&RopeConfig::new(hd, 1e6, Layout::RotateHalf)).unwrap();
+    let pos: Vec<usize> = (start..start + tokens).collect();
+    let mut buf = vec![0f32; rope.table_len(tokens)];
+    let angles = rope.table(&pos, &mut buf).unwrap(); // once per forward, every layer reuses it
+    let (qw, kw): (Vec<f32>, Vec<f32>) = (
+        (0..hd).map(|i| 0.5 + (i % 9) as f32 / 8.0).collect(),
+        (0..hd).map(|i| 0.75 + (i % 5) as f32 / 8.0).collect(),
+    );
+    let (qn, kn) = (RmsNorm::per_head(&qw, 1e-6), RmsNorm::per_head(&kw, 1e-6));
+    let q0: Vec<f32> = rng.vec(tokens * nq * hd);
+    let k: Vec<f32> = rng.vec(tokens * nkv * hd);
+    // The cache: [kv_head][pos][dim], bf16; this step writes positions start .. start + tokens.
+    let mut cache = vec![bf16::ZERO; nkv * ctx * hd];
+    let slot = View {
+        offset: start * hd,
+        ..View::head_major(nkv, ctx, hd)
+    };
+    let mut q = q0.clone();
+    rope.apply_qk_normed_into(&mut q, nq, &qn, &k, nkv, &kn, &mut cache, slot, angles)
+        .unwrap();
+    // Unfused: norm (f32, written out), rotate, round once into the cache layout.
+    let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
+        x.chunks(hd)
+            .flat_map(|h| {
+                let sum: f64 = h.iter().map(|&v| v as f64 * v as f64).sum();
+                let r = 1.0 / ((sum / hd as f64) as f32 + 1e-6).sqrt();
+                h.iter()
+                    .zip(w)
+                    .map(move |(&v, &w)| v * r * w)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut uq = norm(&q0, &qw);
+    let mut uk = norm(&k, &kw);
+    rope.apply(&mut uq, nq, &pos).unwrap();
+    rope.apply(&mut uk, nkv, &pos).unwrap();
+    let mut diff = differing(&q, &uq);
+    for t in 0..tokens {
+        for h in 0..nkv {
+            let c = &cache[h * ctx * hd + (start + t) * hd..][..hd];
+            let u: Vec<bf16> = uk[(t * nkv + h) * hd..][..hd]
+                .iter()
+                .map(|&v| bf16::from_f32(v))
+                .collect();
+            diff += differing(c, &u);
+        }
+    }
+    checks.bitwise::<bf16>(
+        "QK-norm+RoPE into cache ≡ norm, rope, round",
+        diff,
+        tokens * (nq + nkv) * hd,
+        "bitwise equal",
+    );
+    // Context shift: drop 96 positions; the keys move to p − 96 in place in the cache.
+    let drop = 96usize;
+    let deltas = vec![-(drop as i32); tokens];
+    let mut worst = 0.0f64;
+    for h in 0..nkv {
+        let keys = &mut cache[h * ctx * hd + start * hd..][..tokens * hd];
+        rope.shift(keys, 1, &deltas).unwrap();
+    }
+    let moved: Vec<usize> = pos.iter().map(|p| p - drop).collect();
+    let mut direct = norm(&k, &kw);
+    rope.apply(&mut direct, nkv, &moved).unwrap();
+    for t in 0..tokens {
+        for h in 0..nkv {
+            for c in 0..hd {
+                let got = cache[h * ctx * hd + (start + t) * hd + c].to_f32() as f64;
+                let want = direct[(t * nkv + h) * hd + c] as f64;
+                worst = worst.max((got - want).abs() / want.abs().max(1.0));
+            }
+        }
+    }
+    checks.bound::<bf16>(
+        "context shift ≡ rotating at p − 96, max rel |Δ|",
+        worst,
+        4.0 * unit::<bf16>(),
     );
 }
 

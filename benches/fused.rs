@@ -1,0 +1,204 @@
+//! The fused runtime ops against their unfused sequences, side by side: each pair of
+//! contenders is timed alternately (31 rounds, each long enough to measure), so both see the
+//! same machine state; medians, the min–max range of the per-round ratio, one thread, the
+//! active backend. `cargo bench --bench fused` (pin it: `taskset -c 1 cargo bench --bench
+//! fused`). Shapes: Llama-3-8B (32 Q heads, 8 KV heads, head_dim 128), 64 / 512 / 4096 tokens.
+//!
+//! * rotate-into: K (f32) into a bf16 / f16 cache slot, against a plain convert-and-copy of
+//!   the same bytes (`half`'s slice conversion) and against `apply` then that conversion;
+//! * QK-norm + RoPE (Qwen3 per-head norm, f32 and bf16 in place), against a norm pass then a
+//!   RoPE pass: the norm pass is posenc's own fused kernel run from a table of position 0
+//!   (cos 1, sin 0: the norm and a pass over memory, SIMD), the RoPE pass `apply_qk`;
+//! * backward against forward (`apply_backward` vs `apply`, Q and K, f32 and bf16).
+
+use half::slice::HalfFloatSliceExt;
+use posenc::{Backend, Element, Layout, RmsNorm, Rope, RopeConfig, View, bf16, f16};
+use std::hint::black_box;
+use std::time::Instant;
+
+const ROUNDS: usize = 31;
+const HD: usize = 128;
+const NQ: usize = 32;
+const NKV: usize = 8;
+
+fn time<F: FnMut()>(f: &mut F, reps: usize) -> f64 {
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    t.elapsed().as_secs_f64() / reps as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Times `fs` alternately; returns each one's median seconds and the (min, max) of the
+/// per-round ratio of each to the first.
+fn race(fs: &mut [&mut dyn FnMut()], reps: usize) -> (Vec<f64>, Vec<(f64, f64)>) {
+    let mut t = vec![vec![]; fs.len()];
+    for _ in 0..ROUNDS {
+        for (i, f) in fs.iter_mut().enumerate() {
+            let mut g = || f();
+            t[i].push(time(&mut g, reps));
+        }
+    }
+    let ranges = (0..fs.len())
+        .map(|i| {
+            let r: Vec<f64> = t[i].iter().zip(&t[0]).map(|(a, b)| a / b).collect();
+            (
+                r.iter().cloned().fold(f64::INFINITY, f64::min),
+                r.iter().cloned().fold(0.0, f64::max),
+            )
+        })
+        .collect();
+    (t.into_iter().map(median).collect(), ranges)
+}
+
+fn reps(tokens: usize) -> usize {
+    (16384 / tokens).max(4)
+}
+
+/// Convert f32 → `O` with `half`'s slice conversion.
+trait Convert: Element {
+    fn convert(dst: &mut [Self], src: &[f32]);
+}
+impl Convert for bf16 {
+    fn convert(dst: &mut [Self], src: &[f32]) {
+        dst.convert_from_f32_slice(src)
+    }
+}
+impl Convert for f16 {
+    fn convert(dst: &mut [Self], src: &[f32]) {
+        dst.convert_from_f32_slice(src)
+    }
+}
+
+fn into<O: Convert>(tokens: usize, name: &str) {
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf)).unwrap();
+    let mut k: Vec<f32> = (0..tokens * NKV * HD)
+        .map(|i| 1.0 + (i % 17) as f32 / 17.0)
+        .collect();
+    let mut cache = vec![O::from_f32(0.0); tokens * NKV * HD];
+    let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+    let view = View::token_major(NKV, HD);
+    let src = k.clone();
+    let mut convert = || O::convert(black_box(&mut cache[..]), black_box(&src[..]));
+    let mut cache2 = vec![O::from_f32(0.0); tokens * NKV * HD];
+    let mut apply_copy = || {
+        rope.apply(black_box(&mut k[..]), NKV, &pos[..]).unwrap();
+        O::convert(&mut cache2[..], &k[..]);
+    };
+    let mut cache3 = vec![O::from_f32(0.0); tokens * NKV * HD];
+    let mut fused = || {
+        rope.apply_into(black_box(&src[..]), NKV, &mut cache3[..], view, &pos[..])
+            .unwrap()
+    };
+    let (m, r) = race(
+        &mut [&mut convert, &mut apply_copy, &mut fused],
+        reps(tokens),
+    );
+    println!(
+        "| into f32→{name} | {tokens} | convert {:.1} µs | apply+copy {:.1} µs | into {:.1} µs | into/convert {:.2} ({:.2}–{:.2}) | apply+copy/into {:.2} |",
+        m[0] * 1e6,
+        m[1] * 1e6,
+        m[2] * 1e6,
+        m[2] / m[0],
+        r[2].0,
+        r[2].1,
+        m[1] / m[2],
+    );
+}
+
+fn qknorm<T: Element>(tokens: usize, name: &str) {
+    let rope = Rope::new(&RopeConfig::new(HD, 1e6, Layout::RotateHalf)).unwrap();
+    let mut q: Vec<T> = (0..tokens * NQ * HD)
+        .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
+        .collect();
+    let mut k: Vec<T> = (0..tokens * NKV * HD)
+        .map(|i| T::from_f32(1.0 + (i % 13) as f32 / 13.0))
+        .collect();
+    let (qw, kw) = (vec![1.0f32; HD], vec![0.75f32; HD]);
+    let (qn, kn) = (RmsNorm::per_head(&qw, 1e-6), RmsNorm::per_head(&kw, 1e-6));
+    let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+    let zeros = vec![0i32; tokens];
+    let mut buf0 = vec![0f32; rope.table_len(tokens)];
+    let t0 = rope.table(&zeros, &mut buf0).unwrap();
+    let (mut q2, mut k2) = (q.clone(), k.clone());
+    let mut unfused = || {
+        rope.apply_qk_normed(black_box(&mut q2[..]), NQ, &qn, &mut k2[..], NKV, &kn, t0)
+            .unwrap();
+        rope.apply_qk(&mut q2[..], NQ, &mut k2[..], NKV, &pos[..])
+            .unwrap();
+    };
+    let mut fused = || {
+        rope.apply_qk_normed(
+            black_box(&mut q[..]),
+            NQ,
+            &qn,
+            &mut k[..],
+            NKV,
+            &kn,
+            &pos[..],
+        )
+        .unwrap()
+    };
+    let (m, r) = race(&mut [&mut unfused, &mut fused], reps(tokens));
+    println!(
+        "| qk-norm+rope {name} | {tokens} | norm pass + rope pass {:.1} µs | fused {:.1} µs | speed-up {:.2} (per-round {:.2}–{:.2}) |",
+        m[0] * 1e6,
+        m[1] * 1e6,
+        m[0] / m[1],
+        1.0 / r[1].1,
+        1.0 / r[1].0,
+    );
+}
+
+fn backward<T: Element>(tokens: usize, name: &str) {
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf)).unwrap();
+    let mut q: Vec<T> = (0..tokens * NQ * HD)
+        .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
+        .collect();
+    let mut k: Vec<T> = (0..tokens * NKV * HD)
+        .map(|i| T::from_f32(1.0 + (i % 13) as f32 / 13.0))
+        .collect();
+    let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+    let (mut gq, mut gk) = (q.clone(), k.clone());
+    let mut fwd = || {
+        rope.apply_qk(black_box(&mut q[..]), NQ, &mut k[..], NKV, &pos[..])
+            .unwrap()
+    };
+    let mut bwd = || {
+        rope.apply_qk_backward(black_box(&mut gq[..]), NQ, &mut gk[..], NKV, &pos[..])
+            .unwrap()
+    };
+    let (m, r) = race(&mut [&mut fwd, &mut bwd], reps(tokens));
+    println!(
+        "| backward {name} | {tokens} | forward {:.1} µs | backward {:.1} µs | backward/forward {:.3} ({:.2}–{:.2}) |",
+        m[0] * 1e6,
+        m[1] * 1e6,
+        m[1] / m[0],
+        r[1].0,
+        r[1].1,
+    );
+}
+
+fn main() {
+    println!(
+        "backend {}; medians of {ROUNDS} alternating rounds; (min–max of the per-round ratio)",
+        Backend::active().name()
+    );
+    for tokens in [64, 512, 4096] {
+        into::<bf16>(tokens, "bf16");
+        into::<f16>(tokens, "f16");
+    }
+    for tokens in [64, 512, 4096] {
+        qknorm::<f32>(tokens, "f32");
+        qknorm::<bf16>(tokens, "bf16");
+    }
+    for tokens in [64, 512, 4096] {
+        backward::<f32>(tokens, "f32");
+        backward::<bf16>(tokens, "bf16");
+    }
+}
