@@ -76,8 +76,10 @@ fn published_configs_build_their_presets() {
 }
 
 /// The default scheme against HF's formula itself, `inv_freq[j] = 1 / θ^(2j/r)` with `r` the
-/// rotary dim, `int(head_dim * partial_rotary_factor)` (computed here in f64; HF evaluates it in
-/// f32, so within an ulp), rotate_half pairing, attention factor 1. Several files give a
+/// rotary dim, `int(head_dim * partial_rotary_factor)`, rotate_half pairing, attention factor 1.
+/// HF evaluates it in f32: the exponent `2j/r` is rounded to f32 first (exact when `r` is a
+/// power of two, not for Phi-3's 96), then the power and the reciprocal each round once. So the
+/// reference here is `1 / θ^e` in f64 at HF's f32 exponent `e`, within an f32 epsilon. Several files give a
 /// `head_dim` that is not `hidden_size / num_attention_heads` (Qwen3, GLM-4.5, Qwen3-Next), so
 /// reading the wrong key changes `d`.
 #[test]
@@ -96,8 +98,8 @@ fn default_configs_match_hfs_inv_freq_formula() {
         ("phi-3-mini-4k-instruct", 1e4, 96, 96),
         ("lfm2-1.2b", 1e6, 64, 64),
         ("gemma-2-9b", 1e4, 256, 256),
-        // Partial rotary: GLM-4.5 (glm4_moe) rotates the first half with HF's GPT-NeoX
-        // rotate_half, unlike GLM-4 (glm4), which pairs adjacent lanes.
+        // Partial rotary with rotate_half pairing: GLM-4.5 (glm4_moe) takes GPT-NeoX's
+        // `apply_rotary_pos_emb`, Qwen3-Next Bamba's (unlike GLM-4, which pairs adjacent lanes).
         ("glm-4.5-air", 1e6, 128, 64),
         ("qwen3-next-80b-a3b", 1e7, 256, 64),
     ] {
@@ -108,7 +110,8 @@ fn default_configs_match_hfs_inv_freq_formula() {
         assert_eq!(rope.attention_factor(), 1.0, "{name}");
         assert_eq!(rope.inv_freq().len(), r / 2, "{name}");
         for (j, &w) in rope.inv_freq().iter().enumerate() {
-            let hf = 1.0 / f64::powf(theta, (2 * j) as f64 / r as f64);
+            let e = ((2 * j) as f32 / r as f32) as f64;
+            let hf = 1.0 / f64::powf(theta, e);
             let rel = ((w as f64 - hf) / hf).abs();
             assert!(
                 rel <= f32::EPSILON as f64,
