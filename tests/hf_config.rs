@@ -75,26 +75,43 @@ fn published_configs_build_their_presets() {
     }
 }
 
-/// The default scheme against HF's formula itself, `inv_freq[j] = 1 / θ^(2j/d)` (computed here
-/// in f64; HF evaluates it in f32, so within an ulp), rotate_half pairing, attention factor 1.
+/// The default scheme against HF's formula itself, `inv_freq[j] = 1 / θ^(2j/r)` with `r` the
+/// rotary dim, `int(head_dim * partial_rotary_factor)`, rotate_half pairing, attention factor 1.
+/// HF evaluates it in f32: the exponent `2j/r` is rounded to f32 first (exact when `r` is a
+/// power of two, not for Phi-3's 96), then the power and the reciprocal each round once. So the
+/// reference here is `1 / θ^e` in f64 at HF's f32 exponent `e`, within an f32 epsilon. Several files give a
+/// `head_dim` that is not `hidden_size / num_attention_heads` (Qwen3, GLM-4.5, Qwen3-Next), so
+/// reading the wrong key changes `d`.
 #[test]
 fn default_configs_match_hfs_inv_freq_formula() {
-    for (name, theta, d) in [
-        ("qwen2.5-7b", 1e6, 128),
-        ("qwen3-8b", 1e6, 128),
-        ("qwen3-8b-base", 1e6, 128),
-        ("olmo-2-1124-7b", 5e5, 128),
-        ("meta-llama-3-8b", 5e5, 128),
-        ("mistral-7b-v0.1", 1e4, 128),
-        ("gemma-2-9b", 1e4, 256),
+    // (file, θ, head_dim, rotary dim)
+    for (name, theta, d, r) in [
+        ("llama-2-7b-hf", 1e4, 128, 128),
+        ("qwen2.5-7b", 1e6, 128, 128),
+        ("qwen3-8b", 1e6, 128, 128),
+        ("qwen3-8b-base", 1e6, 128, 128),
+        ("qwen3-0.6b", 1e6, 128, 128),
+        ("qwen3-235b-a22b", 1e6, 128, 128),
+        ("olmo-2-1124-7b", 5e5, 128, 128),
+        ("meta-llama-3-8b", 5e5, 128, 128),
+        ("mistral-7b-v0.1", 1e4, 128, 128),
+        ("phi-3-mini-4k-instruct", 1e4, 96, 96),
+        ("lfm2-1.2b", 1e6, 64, 64),
+        ("gemma-2-9b", 1e4, 256, 256),
+        // Partial rotary with rotate_half pairing: GLM-4.5 (glm4_moe) takes GPT-NeoX's
+        // `apply_rotary_pos_emb`, Qwen3-Next Bamba's (unlike GLM-4, which pairs adjacent lanes).
+        ("glm-4.5-air", 1e6, 128, 64),
+        ("qwen3-next-80b-a3b", 1e7, 256, 64),
     ] {
         let rope = single(name);
         assert_eq!(rope.head_dim(), d, "{name}");
-        assert_eq!(rope.rotary_dim(), d, "{name}");
+        assert_eq!(rope.rotary_dim(), r, "{name}");
         assert_eq!(rope.layout(), posenc::Layout::RotateHalf, "{name}");
         assert_eq!(rope.attention_factor(), 1.0, "{name}");
+        assert_eq!(rope.inv_freq().len(), r / 2, "{name}");
         for (j, &w) in rope.inv_freq().iter().enumerate() {
-            let hf = 1.0 / f64::powf(theta, (2 * j) as f64 / d as f64);
+            let e = ((2 * j) as f32 / r as f32) as f64;
+            let hf = 1.0 / f64::powf(theta, e);
             let rel = ((w as f64 - hf) / hf).abs();
             assert!(
                 rel <= f32::EPSILON as f64,
@@ -106,7 +123,13 @@ fn default_configs_match_hfs_inv_freq_formula() {
 
 #[test]
 fn gemma3_has_a_rope_per_layer_type_in_both_forms() {
-    for name in ["gemma-3-4b-it", "gemma-3-4b-it.transformers5"] {
+    // The unsloth copy spells out what Google's file leaves to the class defaults
+    // (`head_dim`, `rope_theta`, `rope_local_base_freq`, `sliding_window_pattern`).
+    for name in [
+        "gemma-3-4b-it",
+        "gemma-3-4b-it.transformers5",
+        "gemma-3-4b-it.unsloth",
+    ] {
         let ropes = ropes_from_hf_config(&text(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(ropes.len(), 2, "{name}");
         assert!(ropes.single().is_none());
@@ -122,11 +145,13 @@ fn gemma3_has_a_rope_per_layer_type_in_both_forms() {
         );
     }
     // The v4 file has no layer_types: HF's sliding_window_pattern 6 applies (every 6th is global).
-    let ropes = ropes_from_hf_config(&text("gemma-3-4b-it")).unwrap();
-    assert_eq!(ropes.layer_types().len(), 34);
-    assert_eq!(ropes.for_layer(5), ropes.get("full_attention"));
-    assert_eq!(ropes.for_layer(4), ropes.get("sliding_attention"));
-    assert_eq!(ropes.for_layer(34), None);
+    for name in ["gemma-3-4b-it", "gemma-3-4b-it.unsloth"] {
+        let ropes = ropes_from_hf_config(&text(name)).unwrap();
+        assert_eq!(ropes.layer_types().len(), 34, "{name}");
+        assert_eq!(ropes.for_layer(5), ropes.get("full_attention"), "{name}");
+        assert_eq!(ropes.for_layer(4), ropes.get("sliding_attention"), "{name}");
+        assert_eq!(ropes.for_layer(34), None, "{name}");
+    }
 }
 
 #[test]
