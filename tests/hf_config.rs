@@ -262,6 +262,21 @@ fn unknown_and_contradictory_keys_are_named() {
         err(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "ntk-by-parts"}}"#),
         (k("rope_scaling.rope_type"), UnknownValue)
     );
+    // Granite 4's attention layers carry no rotary embedding ("nope"); BERT-style configs say
+    // "absolute". Neither builds a Rope; "rope" does.
+    assert_eq!(
+        err(r#"{"head_dim": 64, "position_embedding_type": "nope"}"#),
+        (k("position_embedding_type"), UnknownValue)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "position_embedding_type": "absolute"}"#),
+        (k("position_embedding_type"), UnknownValue)
+    );
+    assert_eq!(
+        err(r#"{"head_dim": 64, "position_embedding_type": 1}"#),
+        (k("position_embedding_type"), WrongType)
+    );
+    assert!(ropes_from_hf_config(r#"{"head_dim": 64, "position_embedding_type": "rope"}"#).is_ok());
     // Same value written twice (8 and 8.0; "mrope" and "default") is no contradiction.
     assert!(ropes_from_hf_config(r#"{"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 8}, "rope_parameters": {"rope_type": "linear", "factor": 8.0}}"#).is_ok());
     assert!(ropes_from_hf_config(r#"{"head_dim": 8, "rope_scaling": {"rope_type": "default", "type": "mrope", "mrope_section": [2, 1, 1]}}"#).is_ok());

@@ -412,6 +412,21 @@ impl<'a> Cfg<'a> {
 
     fn build(&self, options: &HfOptions) -> Result<HfRopes, ConfigError> {
         let model_type = self.model_type()?;
+        // Granite 4 (`"nope"`) and BERT-style configs (`"absolute"`) say so here: a Rope built
+        // for them would rotate a model that was never trained with rotations.
+        if let Some((k, v)) = self.get("position_embedding_type") {
+            match v.as_str() {
+                Some("rope") => {}
+                Some(other) => {
+                    return Err(ConfigError::new(
+                        k,
+                        ConfigErrorKind::UnknownValue,
+                        format!("the model's position embedding is `{other}`, not rotary"),
+                    ));
+                }
+                None => return Err(wrong(&k, "a string")),
+            }
+        }
         let gemma3 = matches!(model_type, "gemma3" | "gemma3_text");
 
         // Geometry: head dim, and who rotates which pairs.
