@@ -49,7 +49,9 @@
 
 mod alibi;
 mod angles;
+mod backward;
 mod error;
+mod fused;
 mod misc;
 mod presets;
 mod quant;
@@ -60,7 +62,9 @@ mod sinusoidal;
 
 pub use alibi::*;
 pub use angles::*;
+pub use backward::*;
 pub use error::*;
+pub use fused::*;
 pub use misc::*;
 pub use presets::*;
 pub use quant::*;
