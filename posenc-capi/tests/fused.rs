@@ -409,8 +409,8 @@ fn normed_ref(
         }
         for h in 0..heads {
             let hv = &mut o[h * HD..][..HD];
-            for i in 0..rot / 2 {
-                let th = pos[t] as f64 * inv_freq[i] as f64;
+            for (i, &f) in inv_freq.iter().enumerate() {
+                let th = pos[t] as f64 * f as f64;
                 let (a, b) = if rotate_half {
                     (i, i + rot / 2)
                 } else {

@@ -1250,6 +1250,109 @@ static void test_backward(void) {
     CHECK(bad == 0, "a refused axes backward wrote");
 }
 
+/* The f16 and bf16 forms of the suffixed fused functions: the norm rounds the float result of
+ * the widened input once (rounded here in C), and Q+K, views and axes backward equal the
+ * one-buffer backward of the same dtype. */
+typedef struct {
+    const char *name;
+    uint16_t (*round)(float);
+    double (*widen)(uint16_t);
+    int (*rotate)(const PosencRope *, PosencOp, uint16_t *, size_t, size_t, const PosencAngles *);
+    int (*normed)(const PosencRope *, uint16_t *, size_t, size_t, const PosencRmsNorm *,
+                  const PosencAngles *);
+    int (*qk_normed)(const PosencRope *, uint16_t *, size_t, size_t, const PosencRmsNorm *,
+                     uint16_t *, size_t, size_t, const PosencRmsNorm *, const PosencAngles *);
+    int (*qk_backward)(const PosencRope *, uint16_t *, size_t, size_t, uint16_t *, size_t, size_t,
+                       const PosencAngles *);
+    int (*views_backward)(const PosencRope *, uint16_t *, size_t, const PosencView *, size_t,
+                          const PosencAngles *);
+    int (*axes_backward)(const PosencRope *, uint16_t *, size_t, size_t, const int32_t *, size_t,
+                         size_t);
+} HalfApi;
+
+static uint16_t round_f16(float f) { return double_to_f16(f); }
+
+static void test_half_variants(void) {
+    enum { T = 2, HQ = 4, HK = 2, D = 16, NQ = T * HQ * D, NK = T * HK * D };
+    const int32_t pos[T] = {12, 345};
+    const HalfApi apis[2] = {
+        {"f16", round_f16, f16_to_double, posenc_rope_rotate_f16, posenc_rope_apply_normed_f16,
+         posenc_rope_apply_qk_normed_f16, posenc_rope_apply_qk_backward_f16,
+         posenc_rope_apply_views_backward_f16, posenc_rope_apply_axes_backward_f16},
+        {"bf16", float_to_bf16, bf16_to_double, posenc_rope_rotate_bf16,
+         posenc_rope_apply_normed_bf16, posenc_rope_apply_qk_normed_bf16,
+         posenc_rope_apply_qk_backward_bf16, posenc_rope_apply_views_backward_bf16,
+         posenc_rope_apply_axes_backward_bf16},
+    };
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.scaling.kind = POSENC_SCALING_YARN;
+    cfg.scaling.params.yarn.factor = 2.0f;
+    cfg.scaling.params.yarn.original_max_positions = 128;
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    PosencAngles ap = at_positions(pos, T);
+    float w[D];
+    for (int i = 0; i < D; i++) w[i] = 0.25f * (i % 4) - 0.3f;
+    PosencRmsNorm qn = {POSENC_NORM_PER_HEAD, w, D, 1e-6f},
+                  kn = {POSENC_NORM_PER_HEAD_ONE_PLUS, w, D, 1e-5f};
+    for (int a = 0; a < 2; a++) {
+        const HalfApi *h = &apis[a];
+        uint16_t q0[NQ], k0[NK], q[NQ], k[NK], wq[NQ], wk[NK];
+        float f[NQ];
+        for (int i = 0; i < NQ; i++) q0[i] = h->round((float)(((i * 7) % 15 - 7) * 0.19));
+        for (int i = 0; i < NK; i++) k0[i] = h->round((float)(((i * 5) % 9 - 4) * 0.31));
+
+        /* normed in place: the float result of the widened values, rounded once. */
+        for (int i = 0; i < NQ; i++) f[i] = (float)h->widen(q0[i]), q[i] = q0[i];
+        CHECK_CODE(posenc_rope_apply_normed_f32(&rope, f, NQ, HQ, &qn, &ap), POSENC_OK);
+        CHECK_CODE(h->normed(&rope, q, NQ, HQ, &qn, &ap), POSENC_OK);
+        int bad = 0;
+        for (int i = 0; i < NQ; i++) bad += q[i] != h->round(f[i]);
+        CHECK(bad == 0, "%s normed: %d values differ from the rounded float result", h->name, bad);
+
+        /* qk_normed == normed on each buffer. */
+        memcpy(wq, q, sizeof q);
+        memcpy(wk, k0, sizeof k0);
+        CHECK_CODE(h->normed(&rope, wk, NK, HK, &kn, &ap), POSENC_OK);
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->qk_normed(&rope, q, NQ, HQ, &qn, k, NK, HK, &kn, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(k, wk, sizeof k) == 0,
+              "%s qk_normed differs from two normed calls", h->name);
+
+        /* Backward: Q+K, one token-major view, one axis == the one-buffer backward. */
+        memcpy(wq, q0, sizeof q0);
+        memcpy(wk, k0, sizeof k0);
+        CHECK_CODE(h->rotate(&rope, POSENC_OP_BACKWARD, wq, NQ, HQ, &ap), POSENC_OK);
+        CHECK_CODE(h->rotate(&rope, POSENC_OP_BACKWARD, wk, NK, HK, &ap), POSENC_OK);
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->qk_backward(&rope, q, NQ, HQ, k, NK, HK, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(k, wk, sizeof k) == 0,
+              "%s qk backward differs", h->name);
+        PosencView tm = {HQ, HQ * D, D, 0};
+        memcpy(q, q0, sizeof q0);
+        CHECK_CODE(h->views_backward(&rope, q, NQ, &tm, 1, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0, "%s views backward differs", h->name);
+        memcpy(q, q0, sizeof q0);
+        CHECK_CODE(h->axes_backward(&rope, q, NQ, HQ, pos, T, 1), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0, "%s axes backward differs", h->name);
+
+        /* Bad input, nothing written. */
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->normed(&rope, q, NQ, 0, &qn, &ap), POSENC_ERR_ZERO_HEADS);
+        CHECK_CODE(h->qk_normed(&rope, q, NQ, HQ, &qn, q, NQ, HQ, &kn, &ap),
+                   POSENC_ERR_OVERLAPPING_BUFFERS);
+        CHECK_CODE(h->qk_backward(&rope, q, NQ, HQ, k, NK, 0, &ap), POSENC_ERR_ZERO_HEADS);
+        CHECK_CODE(h->views_backward(&rope, q, NQ - 1, &tm, 1, &ap), POSENC_ERR_LENGTH_MISMATCH);
+        CHECK_CODE(h->axes_backward(&rope, q, NQ, HQ, pos, T, 0),
+                   POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+        CHECK(memcmp(q, q0, sizeof q) == 0 && memcmp(k, k0, sizeof k) == 0,
+              "%s: a refused call wrote", h->name);
+    }
+}
+
 int main(void) {
     test_library_info();
     test_known_rotation();
@@ -1265,6 +1368,7 @@ int main(void) {
     test_rotate_into();
     test_qk_norm();
     test_backward();
+    test_half_variants();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
