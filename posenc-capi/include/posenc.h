@@ -213,22 +213,6 @@ typedef struct PosencRope {
 } PosencRope;
 
 /**
- * One ggml `Q8_0` block (`block_q8_0`, 34 bytes): 32 values `qs[j] * d`, `d` an IEEE
- * binary16 passed as its bits. A GGUF/llama.cpp `Q8_0` tensor or K cache is an array of
- * these.
- */
-typedef struct PosencBlockQ8_0 {
-  /**
-   * The scale (binary16 bits).
-   */
-  uint16_t d;
-  /**
-   * The quantized values.
-   */
-  int8_t qs[32];
-} PosencBlockQ8_0;
-
-/**
  * What a `PosencAngles` holds: one of the `POSENC_ANGLES_*` values.
  */
 typedef uint32_t PosencAnglesKind;
@@ -262,6 +246,82 @@ typedef struct PosencAngles {
    */
   size_t table_len;
 } PosencAngles;
+
+/**
+ * A strided view of heads inside one buffer (a fused QKV row, a head-major cache, GPT-NeoX's
+ * `[tokens, heads, 3, head_dim]`), in elements: head `h` of token `t` starts at
+ * `offset + t * token_stride + h * head_stride` and is `head_dim` long.
+ */
+typedef struct PosencView {
+  /**
+   * Heads per token.
+   */
+  size_t n_heads;
+  /**
+   * Elements from one token's head to the next token's.
+   */
+  size_t token_stride;
+  /**
+   * Elements from one head to the next within a token.
+   */
+  size_t head_stride;
+  /**
+   * Element index of token 0, head 0.
+   */
+  size_t offset;
+} PosencView;
+
+/**
+ * The element type of a `void *` buffer: one of the `POSENC_DTYPE_*` values.
+ */
+typedef uint32_t PosencDtype;
+
+/**
+ * Which RMSNorm a `PosencRmsNorm` is: one of the `POSENC_NORM_*` values.
+ */
+typedef uint32_t PosencNormKind;
+
+/**
+ * An RMSNorm applied right before the rotation: `r = 1 / sqrt(mean(x^2) + eps)` over each
+ * head (or each token's row of heads), then `x * r` times the weight. Read by value during
+ * the call; the weight is borrowed for the call.
+ *
+ * Example: `PosencRmsNorm qn = {POSENC_NORM_PER_HEAD, q_norm_weight, 128, 1e-6f};`.
+ */
+typedef struct PosencRmsNorm {
+  /**
+   * `POSENC_NORM_PER_HEAD`, `POSENC_NORM_PER_HEAD_ONE_PLUS` or `POSENC_NORM_PER_ROW`.
+   */
+  PosencNormKind kind;
+  /**
+   * The weight, f32 (widen a checkpoint's bf16 weight once at load: exact).
+   */
+  const float *weight;
+  /**
+   * Its length: `head_dim`, or `n_heads * head_dim` for `POSENC_NORM_PER_ROW`.
+   */
+  size_t weight_len;
+  /**
+   * Added to the mean of squares: finite and `>= 0`.
+   */
+  float eps;
+} PosencRmsNorm;
+
+/**
+ * One ggml `Q8_0` block (`block_q8_0`, 34 bytes): 32 values `qs[j] * d`, `d` an IEEE
+ * binary16 passed as its bits. A GGUF/llama.cpp `Q8_0` tensor or K cache is an array of
+ * these.
+ */
+typedef struct PosencBlockQ8_0 {
+  /**
+   * The scale (binary16 bits).
+   */
+  uint16_t d;
+  /**
+   * The quantized values.
+   */
+  int8_t qs[32];
+} PosencBlockQ8_0;
 
 /**
  * One ggml `Q4_0` block (`block_q4_0`, 18 bytes): byte `j` of `qs` holds value `j` in its
@@ -587,30 +647,6 @@ typedef struct PosencRopeConfig {
 typedef uint32_t PosencOp;
 
 /**
- * A strided view of heads inside one buffer (a fused QKV row, a head-major cache, GPT-NeoX's
- * `[tokens, heads, 3, head_dim]`), in elements: head `h` of token `t` starts at
- * `offset + t * token_stride + h * head_stride` and is `head_dim` long.
- */
-typedef struct PosencView {
-  /**
-   * Heads per token.
-   */
-  size_t n_heads;
-  /**
-   * Elements from one token's head to the next token's.
-   */
-  size_t token_stride;
-  /**
-   * Elements from one head to the next within a token.
-   */
-  size_t head_stride;
-  /**
-   * Element index of token 0, head 0.
-   */
-  size_t offset;
-} PosencView;
-
-/**
  * Where the sines and cosines of a sinusoidal row go: one of the `POSENC_SINUSOIDAL_*`
  * values.
  */
@@ -648,6 +684,39 @@ typedef uint32_t PosencSinusoidalLayout;
  * `table`: rotating from it is bit for bit rotating from the positions it was made from.
  */
 #define POSENC_ANGLES_TABLE 1
+
+/**
+ * `float`.
+ */
+#define POSENC_DTYPE_F32 0
+
+/**
+ * IEEE binary16, as `uint16_t` bits.
+ */
+#define POSENC_DTYPE_F16 1
+
+/**
+ * bfloat16, as `uint16_t` bits.
+ */
+#define POSENC_DTYPE_BF16 2
+
+/**
+ * Qwen3's `q_norm`/`k_norm`: one norm per head, a `[head_dim]` weight `w`, `w * (x * r)`
+ * (`w * round(x * r)` under `POSENC_ROUNDING_HF_EAGER`/`_HF_UPCAST`, HF's order).
+ */
+#define POSENC_NORM_PER_HEAD 0
+
+/**
+ * Gemma 3's `q_norm`/`k_norm`: per head, a `[head_dim]` weight used as `1 + w`, computed in
+ * float.
+ */
+#define POSENC_NORM_PER_HEAD_ONE_PLUS 1
+
+/**
+ * OLMo 2's `q_norm`/`k_norm`: one norm over a token's whole row of heads, a
+ * `[n_heads * head_dim]` weight, before the split into heads.
+ */
+#define POSENC_NORM_PER_ROW 2
 
 /**
  * Pairs `(2i, 2i + 1)`: GPT-J, Meta's original LLaMA checkpoints, ggml "normal".
@@ -756,6 +825,14 @@ typedef uint32_t PosencSinusoidalLayout;
  * rotation without the attention factor, which the keys already carry.
  */
 #define POSENC_OP_SHIFT 2
+
+/**
+ * The backward pass of `POSENC_OP_APPLY`: `x` holds the gradient of the rotated output and
+ * becomes the gradient of the input, the transposed rotation (angles negated) times the
+ * attention factor. Unlike `POSENC_OP_INVERSE` (which divides by the factor) this is the
+ * vector-Jacobian product for every scaling.
+ */
+#define POSENC_OP_BACKWARD 3
 
 /**
  * `PE[2i] = sin(p * w_i)`, `PE[2i+1] = cos(p * w_i)` (Vaswani et al., tensor2tensor).
@@ -910,6 +987,93 @@ int posenc_rope_table(const struct PosencRope *rope, const int32_t *positions, s
 int posenc_rope_table_axes(const struct PosencRope *rope, const int32_t *positions, size_t positions_len, size_t n_axes, float *out, size_t out_len);
 
 /**
+ * The backward of `posenc_rope_apply_qk_f32`: `gq` (`q_len` floats, the gradient of the
+ * rotated queries, `at->n_tokens * n_q_heads * head_dim`) and `gk` (`k_len`,
+ * `at->n_tokens * n_kv_heads * head_dim`) become, in place, the gradients of the unrotated
+ * queries and keys: each pair times the attention factor and rotated by the negated angle.
+ * Bitwise the same as `posenc_rope_rotate_f32(POSENC_OP_BACKWARD)` on each buffer.
+ *
+ * Returns `POSENC_OK`, or an error code with `gq` and `gk` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_f32`.
+ */
+int posenc_rope_apply_qk_backward_f32(const struct PosencRope *rope, float *gq, size_t gq_len, size_t n_q_heads, float *gk, size_t gk_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_backward_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_backward_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_backward_f16(const struct PosencRope *rope, uint16_t *gq, size_t gq_len, size_t n_q_heads, uint16_t *gk, size_t gk_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_backward_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_backward_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_backward_bf16(const struct PosencRope *rope, uint16_t *gq, size_t gq_len, size_t n_q_heads, uint16_t *gk, size_t gk_len, size_t n_kv_heads, const struct PosencAngles *at);
+
+/**
+ * The backward of `posenc_rope_apply_views_f32`: the gradients in the heads of `views` (up
+ * to 64 strided views of `g`, `len` floats, validated as the forward validates them) become,
+ * in place, the gradients of the unrotated heads. Other elements of `g` are untouched.
+ *
+ * Returns `POSENC_OK`, or an error code with `g` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_views_f32`, with `g` in place of `x`.
+ */
+int posenc_rope_apply_views_backward_f32(const struct PosencRope *rope, float *g, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_views_backward_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_views_backward_f32`, with `g` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_views_backward_f16(const struct PosencRope *rope, uint16_t *g, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_views_backward_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_views_backward_f32`, with `g` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_views_backward_bf16(const struct PosencRope *rope, uint16_t *g, size_t len, const struct PosencView *views, size_t n_views, const struct PosencAngles *at);
+
+/**
+ * The backward of `posenc_rope_apply_axes_f32` (M-RoPE, 2-D vision): `g` (`len` floats,
+ * token-major) becomes, in place, the gradient of the unrotated input, each pair rotated by
+ * the negated angle of its axis's position, times the attention factor. `positions` and
+ * `n_axes` as for the forward.
+ *
+ * Returns `POSENC_OK`, or an error code with `g` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_axes_f32`, with `g` in place of `x`.
+ */
+int posenc_rope_apply_axes_backward_f32(const struct PosencRope *rope, float *g, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
+
+/**
+ * `posenc_rope_apply_axes_backward_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_axes_backward_f32`, with `g` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_axes_backward_f16(const struct PosencRope *rope, uint16_t *g, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
+
+/**
+ * `posenc_rope_apply_axes_backward_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_axes_backward_f32`, with `g` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_axes_backward_bf16(const struct PosencRope *rope, uint16_t *g, size_t len, size_t n_heads, const int32_t *positions, size_t positions_len, size_t n_axes);
+
+/**
  * A short, static description of an error code (any `int`; unknown codes get a generic
  * message).
  *
@@ -928,6 +1092,160 @@ const char *posenc_error_message(int code);
  * Successful calls leave it unchanged.
  */
 const char *posenc_last_error_detail(void);
+
+/**
+ * Rotates `src` (`src_len` elements of `src_dtype`: `at->n_tokens * n_heads * head_dim`,
+ * token-major, left untouched) into the heads `dst_view` describes in `dst` (`dst_len`
+ * elements of `dst_dtype`): a KV-cache slot, token-major `[pos][kv_head][dim]` (`{n_heads,
+ * n_heads * head_dim, head_dim, start * n_heads * head_dim}`) or head-major
+ * `[kv_head][pos][dim]` (`{n_heads, head_dim, max_ctx * head_dim, start * head_dim}`), at
+ * any start and stride. Every channel of each head is written: the rotary window rotated,
+ * the rest converted. Any of f32/f16/bf16 on each side.
+ *
+ * Under `POSENC_ROUNDING_ONCE` the rotation is computed in float and rounded once into
+ * `dst_dtype`: bit for bit rotating a float copy of `src` and rounding it. Under the HF
+ * modes it is `posenc_rope_rotate_*(POSENC_OP_APPLY)` on a copy of `src` in `src_dtype`,
+ * then converted.
+ *
+ * Returns `POSENC_OK`, or an error code with `dst` unchanged: among others
+ * `POSENC_ERR_INVALID_ENUM` for an unknown dtype, `POSENC_ERR_LENGTH_MISMATCH` for a
+ * `dst_view` outside `dst` or a `src_len` off the shape, `POSENC_ERR_OVERLAPPING_BUFFERS`
+ * if `dst` overlaps `src`, and `POSENC_ERR_PARAMETER_OUT_OF_RANGE` for a view whose heads
+ * overlap each other.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `src` to `src_len` readable
+ * elements of `src_dtype`, `dst` to `dst_len` writable elements of `dst_dtype`, aligned for
+ * them; `at` to a readable `PosencAngles` whose buffers satisfy the buffer contract; `dst`
+ * does not overlap `src`, `rope` or the buffers of `*at`.
+ */
+int posenc_rope_apply_into(const struct PosencRope *rope, PosencDtype src_dtype, const void *src, size_t src_len, size_t n_heads, PosencDtype dst_dtype, void *dst, size_t dst_len, struct PosencView dst_view, const struct PosencAngles *at);
+
+/**
+ * RMSNorm then RoPE from `src` (untouched) into a destination view of any dtype, in one
+ * pass: `posenc_rope_apply_normed_*` on a copy, rounded as `posenc_rope_apply_into` rounds.
+ * Shapes, views and dtypes as `posenc_rope_apply_into`; `*norm` as `PosencRmsNorm` says
+ * (its weight `head_dim` long, or `n_heads * head_dim` for `POSENC_NORM_PER_ROW`).
+ *
+ * Returns `POSENC_OK`, or an error code with `dst` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_into`; `norm` points to a readable `PosencRmsNorm` whose weight is
+ * `weight_len` readable floats not overlapping `dst`.
+ */
+int posenc_rope_apply_normed_into(const struct PosencRope *rope, PosencDtype src_dtype, const void *src, size_t src_len, size_t n_heads, const struct PosencRmsNorm *norm, PosencDtype dst_dtype, void *dst, size_t dst_len, struct PosencView dst_view, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_into` for up to 64 strided views of `src`, each rotated into the view
+ * of the same index in `dst` (same head count; `n_dst_views == n_src_views`): K of a fused
+ * QKV row into a cache slot, head-major to token-major, several slots in one call. Every
+ * view is validated first: in bounds, and no two destination heads overlap.
+ *
+ * Returns `POSENC_OK`, or an error code with `dst` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_into`; `src_views` and `dst_views` point to `n_src_views` and
+ * `n_dst_views` readable `PosencView`, not overlapping `dst`.
+ */
+int posenc_rope_apply_views_into(const struct PosencRope *rope, PosencDtype src_dtype, const void *src, size_t src_len, const struct PosencView *src_views, size_t n_src_views, PosencDtype dst_dtype, void *dst, size_t dst_len, const struct PosencView *dst_views, size_t n_dst_views, const struct PosencAngles *at);
+
+/**
+ * What a decoder layer does after its QKV projection: rotates `q` in place
+ * (`at->n_tokens * n_q_heads * head_dim` elements of `dtype`) and `k` (`at->n_tokens *
+ * n_kv_heads * head_dim` of `dtype`, untouched) into the cache slot `cache_view` of `cache`
+ * (`cache_len` elements of `cache_dtype`), one angle source, GQA/MQA head counts. `q` is
+ * bit for bit `posenc_rope_rotate_*(POSENC_OP_APPLY)`, the cache as
+ * `posenc_rope_apply_into`.
+ *
+ * Returns `POSENC_OK`, or an error code with `q` and `cache` unchanged.
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `q` to `q_len` writable and
+ * `k` to `k_len` readable elements of `dtype`, `cache` to `cache_len` writable elements of
+ * `cache_dtype`, aligned for them; `at` as for `posenc_rope_apply_into`. `q` and `cache`
+ * overlap neither each other nor `k`, `rope` or the buffers of `*at`.
+ */
+int posenc_rope_apply_qk_into(const struct PosencRope *rope, PosencDtype dtype, void *q, size_t q_len, size_t n_q_heads, const void *k, size_t k_len, size_t n_kv_heads, PosencDtype cache_dtype, void *cache, size_t cache_len, struct PosencView cache_view, const struct PosencAngles *at);
+
+/**
+ * QK-norm + RoPE for a decoder layer: `q` normalised by `*q_norm` and rotated in place, `k`
+ * normalised by `*k_norm` and rotated into the cache slot, one angle source: bit for bit
+ * `posenc_rope_apply_normed_*` on `q` and `posenc_rope_apply_normed_into` from `k`. Shapes
+ * as `posenc_rope_apply_qk_into`; the rope's `rotary_dim` must be at most 256 (the in-place
+ * norm on `q`; `POSENC_ERR_PARAMETER_OUT_OF_RANGE` otherwise).
+ *
+ * Returns `POSENC_OK`, or an error code with `q` and `cache` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_into`; `q_norm` and `k_norm` point to readable `PosencRmsNorm`
+ * whose weights do not overlap `q` or `cache`.
+ */
+int posenc_rope_apply_qk_normed_into(const struct PosencRope *rope, PosencDtype dtype, void *q, size_t q_len, size_t n_q_heads, const struct PosencRmsNorm *q_norm, const void *k, size_t k_len, size_t n_kv_heads, const struct PosencRmsNorm *k_norm, PosencDtype cache_dtype, void *cache, size_t cache_len, struct PosencView cache_view, const struct PosencAngles *at);
+
+/**
+ * QK-norm + RoPE in place, in one pass over `x` (`len` floats: `at->n_tokens * n_heads *
+ * head_dim`, token-major): RMSNorm by `*norm`, then the rotation of `POSENC_OP_APPLY`,
+ * bit for bit the rotation of the normalised values kept in float (posenc's rounding) or
+ * HF's rounded module output (the HF modes). Channels outside the rotary window are
+ * normalised too. The rope's `rotary_dim` must be at most 256 (else
+ * `POSENC_ERR_PARAMETER_OUT_OF_RANGE`; `posenc_rope_apply_normed_into` has no limit).
+ *
+ * Returns `POSENC_OK`, or an error code with `x` unchanged (a weight of the wrong length is
+ * `POSENC_ERR_LENGTH_MISMATCH`, a negative or non-finite `eps`
+ * `POSENC_ERR_PARAMETER_OUT_OF_RANGE`, an unknown `norm->kind` `POSENC_ERR_INVALID_ENUM`).
+ *
+ * # Safety
+ * `rope` points to a `PosencRope` filled by `posenc_rope_init`; `x` to `len` writable
+ * floats; `norm` to a readable `PosencRmsNorm` whose weight is `weight_len` readable floats;
+ * `at` to a readable `PosencAngles` whose buffers satisfy the buffer contract; `x` overlaps
+ * none of `rope`, the weight or the buffers of `*at`.
+ */
+int posenc_rope_apply_normed_f32(const struct PosencRope *rope, float *x, size_t len, size_t n_heads, const struct PosencRmsNorm *norm, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_normed_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_normed_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_normed_f16(const struct PosencRope *rope, uint16_t *x, size_t len, size_t n_heads, const struct PosencRmsNorm *norm, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_normed_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_normed_f32`, with `x` pointing to `len` writable `uint16_t`.
+ */
+int posenc_rope_apply_normed_bf16(const struct PosencRope *rope, uint16_t *x, size_t len, size_t n_heads, const struct PosencRmsNorm *norm, const struct PosencAngles *at);
+
+/**
+ * QK-norm + RoPE on Q and K in place (GQA head counts), each with its own norm, one angle
+ * source: bit for bit `posenc_rope_apply_normed_f32` on each buffer. Shapes as
+ * `posenc_rope_apply_qk_f32`.
+ *
+ * Returns `POSENC_OK`, or an error code with `q` and `k` unchanged.
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_f32`; `q_norm` and `k_norm` point to readable `PosencRmsNorm`
+ * whose weights overlap neither `q` nor `k`.
+ */
+int posenc_rope_apply_qk_normed_f32(const struct PosencRope *rope, float *q, size_t q_len, size_t n_q_heads, const struct PosencRmsNorm *q_norm, float *k, size_t k_len, size_t n_kv_heads, const struct PosencRmsNorm *k_norm, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_normed_f32` for binary16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_normed_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_normed_f16(const struct PosencRope *rope, uint16_t *q, size_t q_len, size_t n_q_heads, const struct PosencRmsNorm *q_norm, uint16_t *k, size_t k_len, size_t n_kv_heads, const struct PosencRmsNorm *k_norm, const struct PosencAngles *at);
+
+/**
+ * `posenc_rope_apply_qk_normed_f32` for bfloat16 elements (`uint16_t` bits).
+ *
+ * # Safety
+ * As `posenc_rope_apply_qk_normed_f32`, with `uint16_t` buffers.
+ */
+int posenc_rope_apply_qk_normed_bf16(const struct PosencRope *rope, uint16_t *q, size_t q_len, size_t n_q_heads, const struct PosencRmsNorm *q_norm, uint16_t *k, size_t k_len, size_t n_kv_heads, const struct PosencRmsNorm *k_norm, const struct PosencAngles *at);
 
 /**
  * The backend posenc runs on on this CPU (detected once per process): `"avx512"`, `"avx2"`,

@@ -103,8 +103,8 @@ pub fn error_code(err: &posenc::Error) -> c_int {
         E::ShapeOverflow => POSENC_ERR_SHAPE_OVERFLOW,
         E::BackendUnavailable { .. } => POSENC_ERR_BACKEND_UNAVAILABLE,
         E::ParameterOutOfRange { .. } => POSENC_ERR_PARAMETER_OUT_OF_RANGE,
-        // No C entry point takes views; before it had a variant of its own this error was a
-        // `ParameterOutOfRange`, so it keeps that code.
+        // Views whose heads overlap: before it had a variant of its own this error was a
+        // `ParameterOutOfRange`, and the C code stays the same.
         E::ViewsOverlap { .. } => POSENC_ERR_PARAMETER_OUT_OF_RANGE,
         E::UnsupportedScaling { .. } => POSENC_ERR_UNSUPPORTED_SCALING,
         _ => POSENC_ERR_UNKNOWN,

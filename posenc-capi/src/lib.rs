@@ -5,7 +5,8 @@
 //! tables, and ALiBi slopes and biases; for runtimes, angles computed once per forward pass
 //! (`PosencAngles`: positions or a table from [`posenc_rope_table`]), Q+K with GQA in one
 //! call, strided views, M-RoPE axes, presets by name or index, and the one-pass shift of a
-//! ggml `Q8_0`/`Q4_0` K cache. Built as a static library, a shared library and an
+//! ggml `Q8_0`/`Q4_0` K cache; fused paths: rotation into a cache slot of another dtype,
+//! QK-norm + RoPE in one pass, and the backward pass. Built as a static library, a shared library and an
 //! rlib; the header `include/posenc.h` is generated from this crate by cbindgen
 //! (`check-header.sh` keeps it in sync).
 //!
@@ -49,7 +50,9 @@
 
 mod alibi;
 mod angles;
+mod backward;
 mod error;
+mod fused;
 mod misc;
 mod presets;
 mod quant;
@@ -60,7 +63,9 @@ mod sinusoidal;
 
 pub use alibi::*;
 pub use angles::*;
+pub use backward::*;
 pub use error::*;
+pub use fused::*;
 pub use misc::*;
 pub use presets::*;
 pub use quant::*;

@@ -18,6 +18,20 @@ pub const POSENC_OP_INVERSE: PosencOp = 1;
 /// KV-cache shift: keys rotated at `p` move to `p + delta` (angles of the deltas), a pure
 /// rotation without the attention factor, which the keys already carry.
 pub const POSENC_OP_SHIFT: PosencOp = 2;
+/// The backward pass of `POSENC_OP_APPLY`: `x` holds the gradient of the rotated output and
+/// becomes the gradient of the input, the transposed rotation (angles negated) times the
+/// attention factor. Unlike `POSENC_OP_INVERSE` (which divides by the factor) this is the
+/// vector-Jacobian product for every scaling.
+pub const POSENC_OP_BACKWARD: PosencOp = 3;
+
+/// Which way the Q+K, views and axes entry points rotate.
+#[derive(Clone, Copy)]
+pub(crate) enum Dir {
+    /// The forward rotation (`posenc_rope_apply_*`).
+    Forward,
+    /// Its vector-Jacobian product (`posenc_rope_apply_*_backward_*`).
+    Backward,
+}
 
 /// A strided view of heads inside one buffer (a fused QKV row, a head-major cache, GPT-NeoX's
 /// `[tokens, heads, 3, head_dim]`), in elements: head `h` of token `t` starts at
@@ -64,6 +78,7 @@ unsafe fn rotate<E: Dtype>(
             POSENC_OP_APPLY => with_src!(src, |a| rope.apply(x, n_heads, a))?,
             POSENC_OP_INVERSE => with_src!(src, |a| rope.apply_inverse(x, n_heads, a))?,
             POSENC_OP_SHIFT => with_src!(src, |a| rope.shift(x, n_heads, a))?,
+            POSENC_OP_BACKWARD => with_src!(src, |a| rope.apply_backward(x, n_heads, a))?,
             other => return Err(Fail::InvalidEnum("op", other)),
         }
         Ok(())
@@ -132,7 +147,8 @@ pub unsafe extern "C" fn posenc_rope_rotate_bf16(
 /// # Safety
 /// The caller contract of `posenc_rope_apply_qk_f32`, with `E::C` elements.
 #[allow(clippy::too_many_arguments)] // the C signature, forwarded
-unsafe fn qk<E: Dtype>(
+pub(crate) unsafe fn qk<E: Dtype>(
+    dir: Dir,
     rope: *const PosencRope,
     q: *mut E::C,
     q_len: usize,
@@ -159,7 +175,11 @@ unsafe fn qk<E: Dtype>(
         // SAFETY: checked by Raw::dtype; writable, unaccessed by others (contract); disjoint
         // from each other, the angles and the rope (checked above).
         let (q, k) = unsafe { (q.as_mut_slice(), k.as_mut_slice()) };
-        with_src!(src, |a| rope.apply_qk(q, n_q_heads, k, n_kv_heads, a))?;
+        match dir {
+            Dir::Forward => with_src!(src, |a| rope.apply_qk(q, n_q_heads, k, n_kv_heads, a))?,
+            Dir::Backward => with_src!(src, |a| rope
+                .apply_qk_backward(q, n_q_heads, k, n_kv_heads, a))?,
+        }
         Ok(())
     })
 }
@@ -186,7 +206,19 @@ pub unsafe extern "C" fn posenc_rope_apply_qk_f32(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `qk` requires.
-    unsafe { qk::<f32>(rope, q, q_len, n_q_heads, k, k_len, n_kv_heads, at) }
+    unsafe {
+        qk::<f32>(
+            Dir::Forward,
+            rope,
+            q,
+            q_len,
+            n_q_heads,
+            k,
+            k_len,
+            n_kv_heads,
+            at,
+        )
+    }
 }
 
 /// `posenc_rope_apply_qk_f32` for binary16 elements (`uint16_t` bits).
@@ -205,7 +237,19 @@ pub unsafe extern "C" fn posenc_rope_apply_qk_f16(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `qk` requires.
-    unsafe { qk::<f16>(rope, q, q_len, n_q_heads, k, k_len, n_kv_heads, at) }
+    unsafe {
+        qk::<f16>(
+            Dir::Forward,
+            rope,
+            q,
+            q_len,
+            n_q_heads,
+            k,
+            k_len,
+            n_kv_heads,
+            at,
+        )
+    }
 }
 
 /// `posenc_rope_apply_qk_f32` for bfloat16 elements (`uint16_t` bits).
@@ -224,14 +268,27 @@ pub unsafe extern "C" fn posenc_rope_apply_qk_bf16(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `qk` requires.
-    unsafe { qk::<bf16>(rope, q, q_len, n_q_heads, k, k_len, n_kv_heads, at) }
+    unsafe {
+        qk::<bf16>(
+            Dir::Forward,
+            rope,
+            q,
+            q_len,
+            n_q_heads,
+            k,
+            k_len,
+            n_kv_heads,
+            at,
+        )
+    }
 }
 
 /// `posenc_rope_apply_views_*` for every dtype.
 ///
 /// # Safety
 /// The caller contract of `posenc_rope_apply_views_f32`, with `E::C` elements.
-unsafe fn views<E: Dtype>(
+pub(crate) unsafe fn views<E: Dtype>(
+    dir: Dir,
     rope: *const PosencRope,
     x: *mut E::C,
     len: usize,
@@ -257,31 +314,49 @@ unsafe fn views<E: Dtype>(
         // SAFETY: checked by Raw::dtype; writable, unaccessed by others (contract); disjoint
         // from every input (checked above).
         let x = unsafe { x.as_mut_slice() };
-        // Converted into a stack buffer (posenc's `View` has no C layout of its own).
-        if v.len() > VIEWS {
-            return Err(Fail::Posenc(posenc::Error::ParameterOutOfRange {
-                what: "n_views",
-                constraint: "must be at most 64",
-                value: v.len() as f32,
-            }));
-        }
         let mut buf = [View::token_major(0, 0); VIEWS];
-        for (b, c) in buf.iter_mut().zip(v) {
-            *b = View {
-                n_heads: c.n_heads,
-                token_stride: c.token_stride,
-                head_stride: c.head_stride,
-                offset: c.offset,
-            };
+        let views = to_views(v, &mut buf, "n_views")?;
+        match dir {
+            Dir::Forward => with_src!(src, |a| rope.apply_views(x, views, a))?,
+            Dir::Backward => with_src!(src, |a| rope.apply_views_backward(x, views, a))?,
         }
-        let views = &buf[..v.len()];
-        with_src!(src, |a| rope.apply_views(x, views, a))?;
         Ok(())
     })
 }
 
 /// Views one call takes (a fused QKV buffer has 2; GPT-NeoX's layout 2; more is unusual).
-const VIEWS: usize = 64;
+pub(crate) const VIEWS: usize = 64;
+
+/// posenc's views of up to [`VIEWS`] caller views, converted into `buf` (posenc's `View` has
+/// no C layout of its own); `what` names the count in the error of a longer list.
+pub(crate) fn to_views<'b>(
+    v: &[PosencView],
+    buf: &'b mut [View; VIEWS],
+    what: &'static str,
+) -> Result<&'b [View], Fail> {
+    if v.len() > VIEWS {
+        return Err(Fail::Posenc(posenc::Error::ParameterOutOfRange {
+            what,
+            constraint: "must be at most 64",
+            value: v.len() as f32,
+        }));
+    }
+    for (b, c) in buf.iter_mut().zip(v) {
+        *b = (*c).into();
+    }
+    Ok(&buf[..v.len()])
+}
+
+impl From<PosencView> for View {
+    fn from(c: PosencView) -> View {
+        View {
+            n_heads: c.n_heads,
+            token_stride: c.token_stride,
+            head_stride: c.head_stride,
+            offset: c.offset,
+        }
+    }
+}
 
 /// Rotates the heads of up to 64 strided views of one buffer (`len` floats) by the angles of
 /// `*at`, cos/sin computed once per token for all of them. Every view is validated first: in
@@ -303,7 +378,7 @@ pub unsafe extern "C" fn posenc_rope_apply_views_f32(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `views` requires.
-    unsafe { self::views::<f32>(rope, x, len, views, n_views, at) }
+    unsafe { self::views::<f32>(Dir::Forward, rope, x, len, views, n_views, at) }
 }
 
 /// `posenc_rope_apply_views_f32` for binary16 elements (`uint16_t` bits).
@@ -320,7 +395,7 @@ pub unsafe extern "C" fn posenc_rope_apply_views_f16(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `views` requires.
-    unsafe { self::views::<f16>(rope, x, len, views, n_views, at) }
+    unsafe { self::views::<f16>(Dir::Forward, rope, x, len, views, n_views, at) }
 }
 
 /// `posenc_rope_apply_views_f32` for bfloat16 elements (`uint16_t` bits).
@@ -337,14 +412,16 @@ pub unsafe extern "C" fn posenc_rope_apply_views_bf16(
     at: *const PosencAngles,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `views` requires.
-    unsafe { self::views::<bf16>(rope, x, len, views, n_views, at) }
+    unsafe { self::views::<bf16>(Dir::Forward, rope, x, len, views, n_views, at) }
 }
 
 /// `posenc_rope_apply_axes_*` for every dtype.
 ///
 /// # Safety
 /// The caller contract of `posenc_rope_apply_axes_f32`, with `E::C` elements.
-unsafe fn axes<E: Dtype>(
+#[allow(clippy::too_many_arguments)] // the C signature, forwarded, and the direction
+pub(crate) unsafe fn axes<E: Dtype>(
+    dir: Dir,
     rope: *const PosencRope,
     x: *mut E::C,
     len: usize,
@@ -367,10 +444,13 @@ unsafe fn axes<E: Dtype>(
         // SAFETY: checked by Raw::dtype; writable, unaccessed by others (contract); disjoint
         // from the positions and the rope.
         let x = unsafe { x.as_mut_slice() };
-        match n_axes {
-            1 => rope.apply_axes(x, n_heads, p.as_chunks::<1>().0),
-            2 => rope.apply_axes(x, n_heads, p.as_chunks::<2>().0),
-            _ => rope.apply_axes(x, n_heads, p.as_chunks::<3>().0),
+        match (dir, n_axes) {
+            (Dir::Forward, 1) => rope.apply_axes(x, n_heads, p.as_chunks::<1>().0),
+            (Dir::Forward, 2) => rope.apply_axes(x, n_heads, p.as_chunks::<2>().0),
+            (Dir::Forward, _) => rope.apply_axes(x, n_heads, p.as_chunks::<3>().0),
+            (Dir::Backward, 1) => rope.apply_axes_backward(x, n_heads, p.as_chunks::<1>().0),
+            (Dir::Backward, 2) => rope.apply_axes_backward(x, n_heads, p.as_chunks::<2>().0),
+            (Dir::Backward, _) => rope.apply_axes_backward(x, n_heads, p.as_chunks::<3>().0),
         }?;
         Ok(())
     })
@@ -397,7 +477,18 @@ pub unsafe extern "C" fn posenc_rope_apply_axes_f32(
     n_axes: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `axes` requires.
-    unsafe { axes::<f32>(rope, x, len, n_heads, positions, positions_len, n_axes) }
+    unsafe {
+        axes::<f32>(
+            Dir::Forward,
+            rope,
+            x,
+            len,
+            n_heads,
+            positions,
+            positions_len,
+            n_axes,
+        )
+    }
 }
 
 /// `posenc_rope_apply_axes_f32` for binary16 elements (`uint16_t` bits).
@@ -415,7 +506,18 @@ pub unsafe extern "C" fn posenc_rope_apply_axes_f16(
     n_axes: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `axes` requires.
-    unsafe { axes::<f16>(rope, x, len, n_heads, positions, positions_len, n_axes) }
+    unsafe {
+        axes::<f16>(
+            Dir::Forward,
+            rope,
+            x,
+            len,
+            n_heads,
+            positions,
+            positions_len,
+            n_axes,
+        )
+    }
 }
 
 /// `posenc_rope_apply_axes_f32` for bfloat16 elements (`uint16_t` bits).
@@ -433,5 +535,16 @@ pub unsafe extern "C" fn posenc_rope_apply_axes_bf16(
     n_axes: usize,
 ) -> c_int {
     // SAFETY: this function's caller contract is the one `axes` requires.
-    unsafe { axes::<bf16>(rope, x, len, n_heads, positions, positions_len, n_axes) }
+    unsafe {
+        axes::<bf16>(
+            Dir::Forward,
+            rope,
+            x,
+            len,
+            n_heads,
+            positions,
+            positions_len,
+            n_axes,
+        )
+    }
 }

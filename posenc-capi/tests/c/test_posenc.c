@@ -945,6 +945,414 @@ static void test_presets(void) {
     CHECK(posenc_rope_head_dim(&r) == 0, "a failed preset init wrote the rope");
 }
 
+/* ------------------------------------------------------------ fused entry points */
+
+/* Copies token-major rows (tokens x heads x hd) into a cache through a view. */
+static void scatter_u16(uint16_t *cache, const uint16_t *rows, size_t n_rows, PosencView v,
+                        size_t hd) {
+    for (size_t i = 0; i < n_rows; i++) {
+        size_t t = i / v.n_heads, h = i % v.n_heads;
+        memcpy(cache + v.offset + t * v.token_stride + h * v.head_stride, rows + i * hd,
+               hd * sizeof *rows);
+    }
+}
+
+/* Rotate-into (f32 -> bf16, f32 -> f16, bf16 -> f32, f16 -> f16), views-into and Q in place
+ * + K into a cache: each equals rotating a float copy in place and rounding it once, with
+ * the rounding done here in C. */
+static void test_rotate_into(void) {
+    enum { T = 3, HQ = 4, HK = 2, D = 16, CTX = 8, NQ = T * HQ * D, NK = T * HK * D,
+           NC = HK * CTX * D };
+    const int32_t pos[T] = {7, 8, 300};
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    cfg.rotary_dim = 12;
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    float table[T * 12];
+    CHECK_CODE(posenc_rope_table(&rope, pos, T, table, T * 12), POSENC_OK);
+    PosencAngles ap = at_positions(pos, T), at = at_table(table, T * 12, T);
+
+    float k[NK], kr[NK], q[NQ], qr[NQ];
+    for (int i = 0; i < NK; i++) k[i] = kr[i] = (float)(((i * 7) % 19 - 9) * 0.15);
+    for (int i = 0; i < NQ; i++) q[i] = qr[i] = (float)(((i * 5) % 13 - 6) * 0.2);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, kr, NK, HK, &ap), POSENC_OK);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, qr, NQ, HQ, &ap), POSENC_OK);
+    uint16_t kb[NK], kh[NK];
+    for (int i = 0; i < NK; i++) kb[i] = float_to_bf16(kr[i]), kh[i] = double_to_f16(kr[i]);
+
+    /* f32 -> bf16 head-major slot at position 2, from the table; f32 -> f16 token-major. */
+    PosencView hm = {HK, D, CTX * D, 2 * D}, tm = {HK, HK * D, D, 4 * HK * D};
+    uint16_t cache[NC], want[NC];
+    for (int i = 0; i < NC; i++) cache[i] = want[i] = 0x1234;
+    scatter_u16(want, kb, T * HK, hm, D);
+    CHECK_CODE(posenc_rope_apply_into(&rope, POSENC_DTYPE_F32, k, NK, HK, POSENC_DTYPE_BF16,
+                                      cache, NC, hm, &at),
+               POSENC_OK);
+    CHECK(memcmp(cache, want, sizeof cache) == 0, "f32 -> bf16 head-major slot differs");
+    for (int i = 0; i < NC; i++) cache[i] = want[i] = 0x1234;
+    scatter_u16(want, kh, T * HK, tm, D);
+    CHECK_CODE(posenc_rope_apply_into(&rope, POSENC_DTYPE_F32, k, NK, HK, POSENC_DTYPE_F16,
+                                      cache, NC, tm, &ap),
+               POSENC_OK);
+    CHECK(memcmp(cache, want, sizeof cache) == 0, "f32 -> f16 token-major slot differs");
+
+    /* bf16 -> f32: the bf16 values widened, rotated in float (no rounding on the way out). */
+    uint16_t kbs[NK];
+    float wide[NK], out[NK];
+    for (int i = 0; i < NK; i++) kbs[i] = float_to_bf16(k[i]), wide[i] = (float)bf16_to_double(kbs[i]);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, wide, NK, HK, &ap), POSENC_OK);
+    PosencView flat = {HK, HK * D, D, 0};
+    CHECK_CODE(posenc_rope_apply_into(&rope, POSENC_DTYPE_BF16, kbs, NK, HK, POSENC_DTYPE_F32,
+                                      out, NK, flat, &at),
+               POSENC_OK);
+    CHECK(memcmp(out, wide, sizeof out) == 0, "bf16 -> f32 differs from the widened rotation");
+
+    /* views-into: K of a fused [T][q | k] row into the bf16 head-major slot. */
+    float fused[T * (HQ + HK) * D];
+    for (int t = 0; t < T; t++) {
+        memcpy(fused + t * (HQ + HK) * D, q + t * HQ * D, HQ * D * sizeof(float));
+        memcpy(fused + t * (HQ + HK) * D + HQ * D, k + t * HK * D, HK * D * sizeof(float));
+    }
+    PosencView kv = {HK, (HQ + HK) * D, D, HQ * D};
+    for (int i = 0; i < NC; i++) cache[i] = want[i] = 0;
+    scatter_u16(want, kb, T * HK, hm, D);
+    CHECK_CODE(posenc_rope_apply_views_into(&rope, POSENC_DTYPE_F32, fused, T * (HQ + HK) * D,
+                                            &kv, 1, POSENC_DTYPE_BF16, cache, NC, &hm, 1, &at),
+               POSENC_OK);
+    CHECK(memcmp(cache, want, sizeof cache) == 0, "views-into differs");
+
+    /* Q in place + K into the cache (GQA). */
+    float q2[NQ];
+    memcpy(q2, q, sizeof q);
+    for (int i = 0; i < NC; i++) cache[i] = 0;
+    CHECK_CODE(posenc_rope_apply_qk_into(&rope, POSENC_DTYPE_F32, q2, NQ, HQ, k, NK, HK,
+                                         POSENC_DTYPE_BF16, cache, NC, hm, &ap),
+               POSENC_OK);
+    CHECK(memcmp(q2, qr, sizeof q2) == 0, "qk-into: q differs from the in-place rotation");
+    CHECK(memcmp(cache, want, sizeof cache) == 0, "qk-into: cache differs");
+
+    /* Bad input, nothing written: unknown dtype, a slot past the end, dst overlapping src,
+     * mismatched view counts, q of the wrong length. */
+    memcpy(want, cache, sizeof cache);
+    memcpy(q2, q, sizeof q);
+    PosencView past = {HK, D, CTX * D, 7 * D};
+    CHECK_CODE(posenc_rope_apply_into(&rope, 5, k, NK, HK, POSENC_DTYPE_BF16, cache, NC, hm, &ap),
+               POSENC_ERR_INVALID_ENUM);
+    CHECK_CODE(posenc_rope_apply_into(&rope, POSENC_DTYPE_F32, k, NK, HK, POSENC_DTYPE_BF16,
+                                      cache, NC, past, &ap),
+               POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_rope_apply_into(&rope, POSENC_DTYPE_BF16, cache, NK, HK, POSENC_DTYPE_BF16,
+                                      cache + 8, NK, flat, &ap),
+               POSENC_ERR_OVERLAPPING_BUFFERS);
+    PosencView two[2] = {hm, hm};
+    CHECK_CODE(posenc_rope_apply_views_into(&rope, POSENC_DTYPE_F32, fused, T * (HQ + HK) * D,
+                                            &kv, 1, POSENC_DTYPE_BF16, cache, NC, two, 2, &at),
+               POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_rope_apply_qk_into(&rope, POSENC_DTYPE_F32, q2, NQ - 1, HQ, k, NK, HK,
+                                         POSENC_DTYPE_BF16, cache, NC, hm, &ap),
+               POSENC_ERR_LENGTH_MISMATCH);
+    CHECK(memcmp(cache, want, sizeof cache) == 0 && memcmp(q2, q, sizeof q) == 0,
+          "a refused rotate-into wrote");
+}
+
+/* RMSNorm then RoPE in double, from the definitions (kind: 0 per head, 1 one-plus, 2 row). */
+static void normed_ref(double *out, const float *x, int n_tok, int heads, int hd, int kind,
+                       const float *w, double eps, const int32_t *pos, double base) {
+    int row = heads * hd, group = kind == 2 ? row : hd;
+    double *tmp = out;
+    for (int t = 0; t < n_tok; t++)
+        for (int g = 0; g < row / group; g++) {
+            const float *xs = x + t * row + g * group;
+            double ms = 0;
+            for (int j = 0; j < group; j++) ms += (double)xs[j] * xs[j];
+            double r = 1.0 / sqrt(ms / group + eps);
+            for (int j = 0; j < group; j++)
+                tmp[t * row + g * group + j] = xs[j] * r * (kind == 1 ? 1.0 + w[j] : w[j]);
+        }
+    double in[4 * 64];
+    for (int t = 0; t < n_tok; t++) {
+        memcpy(in, tmp + t * row, row * sizeof(double));
+        rope_ref(out + t * row, in, 1, heads, hd, hd, 1, pos + t, base, 0);
+    }
+}
+
+/* QK-norm + RoPE: in place against the double derivation; into a bf16 cache and Q+K against
+ * the in-place results. */
+static void test_qk_norm(void) {
+    enum { T = 3, HQ = 4, HK = 2, D = 16, NQ = T * HQ * D, NK = T * HK * D };
+    const int32_t pos[T] = {0, 3, 17};
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_ROTATE_HALF);
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    PosencAngles ap = at_positions(pos, T);
+    float wh[D], wr[HQ * D], x0[NQ], x[NQ];
+    double ref[NQ];
+    for (int i = 0; i < D; i++) wh[i] = 0.5f + i * 0.0625f;
+    for (int i = 0; i < HQ * D; i++) wr[i] = 1.5f - i * 0.01f;
+    for (int i = 0; i < NQ; i++) x0[i] = (float)(((i * 11) % 17 - 8) * 0.17);
+    PosencRmsNorm norms[3] = {{POSENC_NORM_PER_HEAD, wh, D, 1e-6f},
+                              {POSENC_NORM_PER_HEAD_ONE_PLUS, wh, D, 1e-6f},
+                              {POSENC_NORM_PER_ROW, wr, HQ * D, 1e-6f}};
+    for (int kind = 0; kind < 3; kind++) {
+        memcpy(x, x0, sizeof x);
+        normed_ref(ref, x0, T, HQ, D, kind, kind == 2 ? wr : wh, 1e-6, pos, 10000.0);
+        CHECK_CODE(posenc_rope_apply_normed_f32(&rope, x, NQ, HQ, &norms[kind], &ap), POSENC_OK);
+        int bad = 0;
+        for (int i = 0; i < NQ; i++) bad += fabs(x[i] - ref[i]) > 8 * TOL32 * (1 + fabs(ref[i]));
+        CHECK(bad == 0, "norm kind %d: %d values off the double reference", kind, bad);
+    }
+
+    /* Q (row norm) and K (one-plus) in place in one call == one at a time. */
+    float q[NQ], k[NK], wq[NQ], wk[NK];
+    for (int i = 0; i < NQ; i++) q[i] = wq[i] = x0[i];
+    for (int i = 0; i < NK; i++) k[i] = wk[i] = x0[NQ - 1 - i];
+    PosencRmsNorm *qn = &norms[2], *kn = &norms[1];
+    CHECK_CODE(posenc_rope_apply_normed_f32(&rope, wq, NQ, HQ, qn, &ap), POSENC_OK);
+    CHECK_CODE(posenc_rope_apply_normed_f32(&rope, wk, NK, HK, kn, &ap), POSENC_OK);
+    CHECK_CODE(posenc_rope_apply_qk_normed_f32(&rope, q, NQ, HQ, qn, k, NK, HK, kn, &ap),
+               POSENC_OK);
+    CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(k, wk, sizeof k) == 0,
+          "qk-normed differs from two normed calls");
+
+    /* K normed into a bf16 token-major cache == the in-place f32 result rounded here. */
+    enum { CTX = 5, NC = CTX * HK * D };
+    uint16_t cache[NC], want[NC], kb[NK];
+    for (int i = 0; i < NK; i++) kb[i] = float_to_bf16(wk[i]), k[i] = x0[NQ - 1 - i];
+    PosencView slot = {HK, HK * D, D, 2 * HK * D};
+    for (int i = 0; i < NC; i++) cache[i] = want[i] = 0;
+    scatter_u16(want, kb, T * HK, slot, D);
+    CHECK_CODE(posenc_rope_apply_normed_into(&rope, POSENC_DTYPE_F32, k, NK, HK, kn,
+                                             POSENC_DTYPE_BF16, cache, NC, slot, &ap),
+               POSENC_OK);
+    CHECK(memcmp(cache, want, sizeof cache) == 0, "normed-into differs");
+    for (int i = 0; i < NQ; i++) q[i] = x0[i];
+    for (int i = 0; i < NC; i++) cache[i] = 0;
+    CHECK_CODE(posenc_rope_apply_qk_normed_into(&rope, POSENC_DTYPE_F32, q, NQ, HQ, qn, k, NK, HK,
+                                                kn, POSENC_DTYPE_BF16, cache, NC, slot, &ap),
+               POSENC_OK);
+    CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(cache, want, sizeof cache) == 0,
+          "qk-normed-into differs");
+
+    /* Bad input, nothing written: unknown kind, short weight, negative eps, NULL norm. */
+    PosencRmsNorm bad_kind = {9, wh, D, 1e-6f}, short_w = {0, wh, D - 1, 1e-6f},
+                  neg = {0, wh, D, -1.0f};
+    for (int i = 0; i < NQ; i++) q[i] = x0[i];
+    CHECK_CODE(posenc_rope_apply_normed_f32(&rope, q, NQ, HQ, &bad_kind, &ap),
+               POSENC_ERR_INVALID_ENUM);
+    CHECK_CODE(posenc_rope_apply_qk_normed_f32(&rope, q, NQ, HQ, qn, k, NK, HK, &short_w, &ap),
+               POSENC_ERR_LENGTH_MISMATCH);
+    CHECK_CODE(posenc_rope_apply_normed_into(&rope, POSENC_DTYPE_F32, k, NK, HK, &neg,
+                                             POSENC_DTYPE_BF16, cache, NC, slot, &ap),
+               POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    CHECK_CODE(posenc_rope_apply_qk_normed_into(&rope, POSENC_DTYPE_F32, q, NQ, HQ, NULL, k, NK,
+                                                HK, kn, POSENC_DTYPE_BF16, cache, NC, slot, &ap),
+               POSENC_ERR_NULL_POINTER);
+    CHECK(memcmp(q, x0, sizeof q) == 0 && memcmp(cache, want, sizeof cache) == 0,
+          "a refused normed call wrote");
+}
+
+/* The backward: a rotation by -theta times the attention factor, by hand in double (YaRN,
+ * factor != 1); <J v, w> = <v, J^T w>; Q+K, views and axes against the one-buffer form. */
+static void test_backward(void) {
+    enum { T = 3, H = 2, D = 16, N = T * H * D };
+    const int32_t pos[T] = {1, 50, 300};
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.scaling.kind = POSENC_SCALING_YARN;
+    cfg.scaling.params.yarn.factor = 4.0f;
+    cfg.scaling.params.yarn.original_max_positions = 64;
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    double m = posenc_rope_attention_factor(&rope);
+    CHECK(m > 1.05, "YaRN attention factor %f", m);
+    float inv[D / 2];
+    CHECK_CODE(posenc_rope_inv_freq(&rope, inv, D / 2), POSENC_OK);
+    float table[T * D];
+    CHECK_CODE(posenc_rope_table(&rope, pos, T, table, T * D), POSENC_OK);
+    PosencAngles ap = at_positions(pos, T), at = at_table(table, T * D, T);
+
+    float g[N], v[N], jv[N];
+    for (int i = 0; i < N; i++) g[i] = (float)(((i * 3) % 11 - 5) * 0.21);
+    for (int i = 0; i < N; i++) v[i] = jv[i] = (float)(((i * 7) % 13 - 6) * 0.11);
+    float gt[N];
+    memcpy(gt, g, sizeof g);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_BACKWARD, gt, N, H, &at), POSENC_OK);
+    int bad = 0;
+    for (int i = 0; i < T * H; i++) {
+        double p = pos[i / H];
+        for (int j = 0; j < D / 2; j++) {
+            double th = -p * inv[j], a = g[i * D + 2 * j], b = g[i * D + 2 * j + 1];
+            bad += fabs(gt[i * D + 2 * j] - m * (a * cos(th) - b * sin(th))) > 2e-5;
+            bad += fabs(gt[i * D + 2 * j + 1] - m * (b * cos(th) + a * sin(th))) > 2e-5;
+        }
+    }
+    CHECK(bad == 0, "backward: %d values off m * R(-theta) g", bad);
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_APPLY, jv, N, H, &ap), POSENC_OK);
+    double l = 0, r = 0;
+    for (int i = 0; i < N; i++) l += (double)jv[i] * g[i], r += (double)v[i] * gt[i];
+    CHECK(fabs(l - r) < 1e-4 * (1 + fabs(l)), "<Jv, w> = %.9g but <v, J^T w> = %.9g", l, r);
+
+    /* Q+K (f32, K = the same g), views (head-major copy of g), axes (text tokens). */
+    float gq[N], gk[N];
+    memcpy(gq, g, sizeof g);
+    memcpy(gk, g, sizeof g);
+    CHECK_CODE(posenc_rope_apply_qk_backward_f32(&rope, gq, N, H, gk, N, H, &ap), POSENC_OK);
+    CHECK(memcmp(gq, gt, sizeof gq) == 0 && memcmp(gk, gt, sizeof gk) == 0,
+          "qk backward differs");
+    float hmg[N];
+    PosencView hm = {H, D, T * D, 0};
+    for (int i = 0; i < T * H; i++)
+        memcpy(hmg + (i % H) * T * D + (i / H) * D, g + i * D, D * sizeof(float));
+    CHECK_CODE(posenc_rope_apply_views_backward_f32(&rope, hmg, N, &hm, 1, &at), POSENC_OK);
+    bad = 0;
+    for (int i = 0; i < T * H; i++)
+        bad += memcmp(hmg + (i % H) * T * D + (i / H) * D, gt + i * D, D * sizeof(float)) != 0;
+    CHECK(bad == 0, "views backward differs in %d heads", bad);
+    int32_t axes[T];
+    for (int t = 0; t < T; t++) axes[t] = pos[t];
+    memcpy(gq, g, sizeof g);
+    CHECK_CODE(posenc_rope_apply_axes_backward_f32(&rope, gq, N, H, axes, T, 1), POSENC_OK);
+    CHECK(memcmp(gq, gt, sizeof gq) == 0, "axes backward differs");
+
+    /* f16: m * R(-theta) of the f16 values, by hand in double, rounded once (within an f16
+     * ulp: the f32 computation can move a value across a rounding boundary). */
+    uint16_t gh[N], gh2[N];
+    for (int i = 0; i < N; i++) gh[i] = gh2[i] = double_to_f16(g[i]);
+    CHECK_CODE(posenc_rope_rotate_f16(&rope, POSENC_OP_BACKWARD, gh, N, H, &ap), POSENC_OK);
+    bad = 0;
+    for (int i = 0; i < T * H; i++) {
+        double p = pos[i / H];
+        for (int j = 0; j < D / 2; j++) {
+            double th = -p * inv[j], a = f16_to_double(gh2[i * D + 2 * j]),
+                   b = f16_to_double(gh2[i * D + 2 * j + 1]);
+            double wa = m * (a * cos(th) - b * sin(th)), wb = m * (b * cos(th) + a * sin(th));
+            bad += fabs(f16_to_double(gh[i * D + 2 * j]) - wa) > ulp_at(wa, 10);
+            bad += fabs(f16_to_double(gh[i * D + 2 * j + 1]) - wb) > ulp_at(wb, 10);
+        }
+    }
+    CHECK(bad == 0, "f16 backward: %d values off m * R(-theta) g", bad);
+
+    /* Bad input, nothing written. */
+    memcpy(gq, g, sizeof g);
+    CHECK_CODE(posenc_rope_apply_qk_backward_f32(&rope, gq, N, H, gk, N - 1, H, &ap),
+               POSENC_ERR_LENGTH_MISMATCH);
+    PosencView twice[2] = {hm, hm};
+    CHECK_CODE(posenc_rope_apply_views_backward_f32(&rope, gq, N, twice, 2, &at),
+               POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    CHECK_CODE(posenc_rope_apply_axes_backward_bf16(&rope, gh2, N, H, axes, T, 3),
+               POSENC_ERR_LENGTH_MISMATCH); /* 3 axes for a rope of 1 */
+    CHECK_CODE(posenc_rope_apply_axes_backward_bf16(&rope, gh2, N, H, axes, T - 1, 1),
+               POSENC_ERR_LENGTH_MISMATCH); /* positions of 2 tokens for 3 tokens of g */
+    CHECK_CODE(posenc_rope_rotate_f32(&rope, POSENC_OP_BACKWARD, gq, N, H, NULL),
+               POSENC_ERR_NULL_POINTER);
+    CHECK(memcmp(gq, g, sizeof g) == 0, "a refused backward wrote");
+    bad = 0;
+    for (int i = 0; i < N; i++) bad += gh2[i] != double_to_f16(g[i]);
+    CHECK(bad == 0, "a refused axes backward wrote");
+}
+
+/* The f16 and bf16 forms of the suffixed fused functions: the norm rounds the float result of
+ * the widened input once (rounded here in C), and Q+K, views and axes backward equal the
+ * one-buffer backward of the same dtype. */
+typedef struct {
+    const char *name;
+    uint16_t (*round)(float);
+    double (*widen)(uint16_t);
+    int (*rotate)(const PosencRope *, PosencOp, uint16_t *, size_t, size_t, const PosencAngles *);
+    int (*normed)(const PosencRope *, uint16_t *, size_t, size_t, const PosencRmsNorm *,
+                  const PosencAngles *);
+    int (*qk_normed)(const PosencRope *, uint16_t *, size_t, size_t, const PosencRmsNorm *,
+                     uint16_t *, size_t, size_t, const PosencRmsNorm *, const PosencAngles *);
+    int (*qk_backward)(const PosencRope *, uint16_t *, size_t, size_t, uint16_t *, size_t, size_t,
+                       const PosencAngles *);
+    int (*views_backward)(const PosencRope *, uint16_t *, size_t, const PosencView *, size_t,
+                          const PosencAngles *);
+    int (*axes_backward)(const PosencRope *, uint16_t *, size_t, size_t, const int32_t *, size_t,
+                         size_t);
+} HalfApi;
+
+static uint16_t round_f16(float f) { return double_to_f16(f); }
+
+static void test_half_variants(void) {
+    enum { T = 2, HQ = 4, HK = 2, D = 16, NQ = T * HQ * D, NK = T * HK * D };
+    const int32_t pos[T] = {12, 345};
+    const HalfApi apis[2] = {
+        {"f16", round_f16, f16_to_double, posenc_rope_rotate_f16, posenc_rope_apply_normed_f16,
+         posenc_rope_apply_qk_normed_f16, posenc_rope_apply_qk_backward_f16,
+         posenc_rope_apply_views_backward_f16, posenc_rope_apply_axes_backward_f16},
+        {"bf16", float_to_bf16, bf16_to_double, posenc_rope_rotate_bf16,
+         posenc_rope_apply_normed_bf16, posenc_rope_apply_qk_normed_bf16,
+         posenc_rope_apply_qk_backward_bf16, posenc_rope_apply_views_backward_bf16,
+         posenc_rope_apply_axes_backward_bf16},
+    };
+    PosencRopeConfig cfg = config(D, 10000.0f, POSENC_LAYOUT_INTERLEAVED);
+    cfg.scaling.kind = POSENC_SCALING_YARN;
+    cfg.scaling.params.yarn.factor = 2.0f;
+    cfg.scaling.params.yarn.original_max_positions = 128;
+    PosencRope rope;
+    CHECK_CODE(posenc_rope_init(&cfg, &rope), POSENC_OK);
+    PosencAngles ap = at_positions(pos, T);
+    float w[D];
+    for (int i = 0; i < D; i++) w[i] = 0.25f * (i % 4) - 0.3f;
+    PosencRmsNorm qn = {POSENC_NORM_PER_HEAD, w, D, 1e-6f},
+                  kn = {POSENC_NORM_PER_HEAD_ONE_PLUS, w, D, 1e-5f};
+    for (int a = 0; a < 2; a++) {
+        const HalfApi *h = &apis[a];
+        uint16_t q0[NQ], k0[NK], q[NQ], k[NK], wq[NQ], wk[NK];
+        float f[NQ];
+        for (int i = 0; i < NQ; i++) q0[i] = h->round((float)(((i * 7) % 15 - 7) * 0.19));
+        for (int i = 0; i < NK; i++) k0[i] = h->round((float)(((i * 5) % 9 - 4) * 0.31));
+
+        /* normed in place: the float result of the widened values, rounded once. */
+        for (int i = 0; i < NQ; i++) f[i] = (float)h->widen(q0[i]), q[i] = q0[i];
+        CHECK_CODE(posenc_rope_apply_normed_f32(&rope, f, NQ, HQ, &qn, &ap), POSENC_OK);
+        CHECK_CODE(h->normed(&rope, q, NQ, HQ, &qn, &ap), POSENC_OK);
+        int bad = 0;
+        for (int i = 0; i < NQ; i++) bad += q[i] != h->round(f[i]);
+        CHECK(bad == 0, "%s normed: %d values differ from the rounded float result", h->name, bad);
+
+        /* qk_normed == normed on each buffer. */
+        memcpy(wq, q, sizeof q);
+        memcpy(wk, k0, sizeof k0);
+        CHECK_CODE(h->normed(&rope, wk, NK, HK, &kn, &ap), POSENC_OK);
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->qk_normed(&rope, q, NQ, HQ, &qn, k, NK, HK, &kn, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(k, wk, sizeof k) == 0,
+              "%s qk_normed differs from two normed calls", h->name);
+
+        /* Backward: Q+K, one token-major view, one axis == the one-buffer backward. */
+        memcpy(wq, q0, sizeof q0);
+        memcpy(wk, k0, sizeof k0);
+        CHECK_CODE(h->rotate(&rope, POSENC_OP_BACKWARD, wq, NQ, HQ, &ap), POSENC_OK);
+        CHECK_CODE(h->rotate(&rope, POSENC_OP_BACKWARD, wk, NK, HK, &ap), POSENC_OK);
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->qk_backward(&rope, q, NQ, HQ, k, NK, HK, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0 && memcmp(k, wk, sizeof k) == 0,
+              "%s qk backward differs", h->name);
+        PosencView tm = {HQ, HQ * D, D, 0};
+        memcpy(q, q0, sizeof q0);
+        CHECK_CODE(h->views_backward(&rope, q, NQ, &tm, 1, &ap), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0, "%s views backward differs", h->name);
+        memcpy(q, q0, sizeof q0);
+        CHECK_CODE(h->axes_backward(&rope, q, NQ, HQ, pos, T, 1), POSENC_OK);
+        CHECK(memcmp(q, wq, sizeof q) == 0, "%s axes backward differs", h->name);
+
+        /* Bad input, nothing written. */
+        memcpy(q, q0, sizeof q0);
+        memcpy(k, k0, sizeof k0);
+        CHECK_CODE(h->normed(&rope, q, NQ, 0, &qn, &ap), POSENC_ERR_ZERO_HEADS);
+        CHECK_CODE(h->qk_normed(&rope, q, NQ, HQ, &qn, q, NQ, HQ, &kn, &ap),
+                   POSENC_ERR_OVERLAPPING_BUFFERS);
+        CHECK_CODE(h->qk_backward(&rope, q, NQ, HQ, k, NK, 0, &ap), POSENC_ERR_ZERO_HEADS);
+        CHECK_CODE(h->views_backward(&rope, q, NQ - 1, &tm, 1, &ap), POSENC_ERR_LENGTH_MISMATCH);
+        CHECK_CODE(h->axes_backward(&rope, q, NQ, HQ, pos, T, 0),
+                   POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+        CHECK(memcmp(q, q0, sizeof q) == 0 && memcmp(k, k0, sizeof k) == 0,
+              "%s: a refused call wrote", h->name);
+    }
+}
+
 int main(void) {
     test_library_info();
     test_known_rotation();
@@ -957,6 +1365,10 @@ int main(void) {
     test_runtime_rotation();
     test_quantized_shift();
     test_presets();
+    test_rotate_into();
+    test_qk_norm();
+    test_backward();
+    test_half_variants();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
