@@ -17,6 +17,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("permutation", posenc_fuzz::targets::permutation::fuzz),
     ("views", posenc_fuzz::targets::views::fuzz),
     ("quant", posenc_fuzz::targets::quant::fuzz),
+    ("fused", posenc_fuzz::targets::fused::fuzz),
 ];
 
 fn replay(name: &str, fuzz: Target) {
@@ -81,4 +82,9 @@ fn every_target_replayed() {
     let mut listed: Vec<String> = TARGETS.iter().map(|t| t.0.to_string()).collect();
     listed.sort();
     assert_eq!(on_disk, listed);
+}
+
+#[test]
+fn fused() {
+    replay(TARGETS[5].0, TARGETS[5].1);
 }

@@ -3,6 +3,7 @@
 //! and so does the corpus replay (`tests/replay.rs`), which needs no nightly toolchain.
 
 pub mod bad_input;
+pub mod fused;
 pub mod layout_equivalence;
 pub mod permutation;
 pub mod quant;
