@@ -333,12 +333,20 @@ pub const MAX_POSITION: i32 = 1 << 26;
 /// Values beyond ±[`MAX_POSITION`] are clamped to it (the extremes stay extremes: the
 /// domain's edge).
 pub fn positions(n: usize, sel: &[PosSel]) -> Vec<i32> {
+    positions_within(n, sel, MAX_POSITION as i64)
+}
+
+/// [`positions`] clamped to ±`limit` (and to `i32`) instead: a rope's own domain, whose edge
+/// is [`position_limit`] of its largest frequency.
+pub fn positions_within(n: usize, sel: &[PosSel], limit: i64) -> Vec<i32> {
     (0..n)
         .map(|i| {
             if sel.is_empty() {
-                i as i32
+                (i as i64).min(limit) as i32
             } else {
-                sel[i % sel.len()].get().clamp(-MAX_POSITION, MAX_POSITION)
+                (sel[i % sel.len()].get() as i64)
+                    .clamp(-limit, limit)
+                    .clamp(i32::MIN as i64, i32::MAX as i64) as i32
             }
         })
         .collect()
@@ -387,4 +395,70 @@ pub fn table_rotate<T: Element>(
     posenc::Rope::new(&cfg)?
         .with_backend(backend)?
         .apply(x, n_heads, table)
+}
+
+/// The accuracy contract's angle limit, 2^26 rad (posenc's crate docs, *Accuracy contract*).
+pub const MAX_ANGLE: f64 = 67_108_864.0;
+
+/// Whether the exact product `|p · w|` is at most [`MAX_ANGLE`], computed in integers (an
+/// independent model of posenc's domain test, which uses a fused multiply-add): `w` is
+/// `m · 2^e` with an integer mantissa `m`, so the test is `|p| · m ≤ 2^(26 − e)`. NaN and
+/// infinite `w` are outside (the docs refuse them whatever `p`).
+pub fn angle_in_domain(p: i64, w: f32) -> bool {
+    if !w.is_finite() {
+        return false;
+    }
+    let bits = w.to_bits() & 0x7fff_ffff;
+    let (exp, frac) = (bits >> 23, bits & 0x7f_ffff);
+    let (m, e) = if exp == 0 {
+        (frac as u128, -149)
+    } else {
+        ((frac | 0x80_0000) as u128, exp as i32 - 150)
+    };
+    let prod = p.unsigned_abs() as u128 * m; // < 2^64 · 2^24
+    match 26 - e {
+        k if k >= 100 => true,
+        k if k >= 0 => prod <= 1u128 << k,
+        _ => prod == 0, // prod · 2^e with e > 26: any non-zero product is ≥ 2^27
+    }
+}
+
+/// The largest `n ≤ 2^31` with `n · |w| ≤ 2^26` exactly: every position `|p| ≤ n` is in a
+/// rope's domain when `w` is its largest frequency (0 for NaN/inf).
+pub fn position_limit(w: f32) -> i64 {
+    let (mut lo, mut hi) = (0i64, 1i64 << 31);
+    if !angle_in_domain(0, w) {
+        return 0;
+    }
+    if angle_in_domain(hi, w) {
+        return hi;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if angle_in_domain(mid, w) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The largest frequency of a rope: the one that decides its position domain.
+pub fn max_freq(inv_freq: &[f32]) -> f32 {
+    inv_freq.iter().fold(0f32, |m, &w| m.max(w.abs()))
+}
+
+static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the targets also check the properties posenc is known to break (each marked
+/// `KNOWN ISSUE` where it is relaxed, with its reproducer in `regressions/<target>/`). Off
+/// for fuzzing and the corpus replay; the ignored regression replay turns it on.
+pub fn strict() -> bool {
+    STRICT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Turns [`strict`] on or off for this process.
+pub fn set_strict(on: bool) {
+    STRICT.store(on, std::sync::atomic::Ordering::Relaxed);
 }

@@ -41,6 +41,17 @@ fn replay(name: &str, fuzz: Target) {
 #[test]
 fn bad_input() {
     replay(TARGETS[0].0, TARGETS[0].1);
+    // The corpus must keep reaching every domain edge the target knows (times, positions,
+    // first_position, padding, rope limits, sin_cos_exact): losing one is a regression too.
+    let missing: Vec<_> = posenc_fuzz::targets::bad_input::reached()
+        .into_iter()
+        .filter(|&(_, n)| n == 0)
+        .map(|(e, _)| e)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "corpus/bad_input reaches none of {missing:?}"
+    );
 }
 
 #[test]
@@ -61,6 +72,35 @@ fn views() {
 #[test]
 fn quant() {
     replay(TARGETS[4].0, TARGETS[4].1);
+}
+
+/// Reproducers of open posenc findings (`regressions/<target>/`, listed in fuzz/README.md):
+/// each failed its target when found and fails until posenc is fixed, so this runs with
+/// `--ignored` only and checks every property, the relaxed ones too (`posenc_fuzz::strict`).
+/// Once a finding is fixed, this passes: move its files into `corpus/<target>/` and drop the
+/// target's `KNOWN ISSUE` relaxation.
+#[test]
+#[ignore = "reproducers of open posenc findings (fuzz/README.md)"]
+fn known_issues() {
+    posenc_fuzz::set_strict(true);
+    let mut failing = Vec::new();
+    for &(name, fuzz) in TARGETS {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("regressions")
+            .join(name);
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+        files.sort();
+        for f in files {
+            let data = fs::read(&f).unwrap();
+            if std::panic::catch_unwind(|| fuzz(&data)).is_err() {
+                failing.push(f.display().to_string());
+            }
+        }
+    }
+    assert!(failing.is_empty(), "still failing: {failing:?}");
 }
 
 /// Every target in `fuzz_targets/` has its replay above.

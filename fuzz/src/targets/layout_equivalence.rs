@@ -17,7 +17,7 @@
 
 use crate::{
     DtypeSel, FloatParam, Fz, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
-    positions, to_interleaved, to_rotate_half,
+    max_freq, position_limit, positions_within, to_interleaved, to_rotate_half,
 };
 use arbitrary::Arbitrary;
 use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, bf16, f16};
@@ -236,7 +236,6 @@ fn run<T: Fz>(input: &Input, head_dim: usize, rotary_dim: usize, base: f32, scal
     let tokens = input.tokens as usize % 6;
     let row = n_heads * head_dim;
     let x0: Vec<T> = gen_vec(tokens * row, &input.data);
-    let pos = positions(tokens, &input.positions);
     let n = tokens * rotary_dim / 2;
     let rand_cos: Vec<f32> = gen_vec(n, &input.table_seed);
     let rand_sin: Vec<f32> = gen_vec(
@@ -266,6 +265,11 @@ fn run<T: Fz>(input: &Input, head_dim: usize, rotary_dim: usize, base: f32, scal
         (a, b) => panic!("one layout accepted, the other refused: {a:?} / {b:?}"),
     };
     assert_bits_eq(il.inv_freq(), rh.inv_freq(), "inv_freq differs by layout");
+    // Positions up to the rope's documented domain, `|p| · max ω ≤ 2^26` (the crate docs'
+    // accuracy contract): its edge included. A base below 1 or a Linear factor below 1 makes
+    // `max ω > 1`, so the edge is not always 2^26.
+    let limit = position_limit(max_freq(il.inv_freq()));
+    let pos = positions_within(tokens, &input.positions, limit);
     assert_eq!(
         il.attention_factor().to_bits(),
         rh.attention_factor().to_bits()

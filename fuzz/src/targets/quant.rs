@@ -92,7 +92,7 @@ pub fn fuzz(data: &[u8]) {
         .collect();
     let exact = tokens * heads * head_dim / 32;
     let n = (exact as i64 + inp.len_delta as i64).clamp(0, 4096) as usize;
-    let valid = head_dim % 32 == 0 && head_dim <= 4096 && heads > 0 && n == exact;
+    let valid = head_dim.is_multiple_of(32) && head_dim <= 4096 && heads > 0 && n == exact;
 
     for backend in Backend::available() {
         let rope = base.with_backend(backend).unwrap();
