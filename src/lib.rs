@@ -102,8 +102,10 @@
 //!   [`sin_cos_exact`]): the angle is `p · ω`, the exact product of the i32 position and the
 //!   f32 frequency ([`Rope::inv_freq`]); frequencies are in `[0, 2^16]`
 //!   ([`Rope::from_inv_freq`] refuses others), and a position with `|p| · max ω > 2^26` is
-//!   refused. For the frequencies of a [`RopeConfig`] (`ω ≤ 1` without LongRoPE factors
-//!   below 1) that is every `|p| ≤ 2^26`.
+//!   refused. For the usual [`RopeConfig`] (base above 1, scaling factors of at least 1) every
+//!   `ω ≤ 1`, so every `|p| ≤ 2^26` is accepted; a base below 1, a linear factor below 1 or a
+//!   LongRoPE factor below 1 raises `max ω`, and [`Rope::position_limit`] says where the
+//!   limit then lies.
 //! * Sinusoidal tables (largest frequency `ω_0 = 1`): positions `|p| ≤ 2^26`
 //!   ([`Sinusoidal::fill`]: `first_position + rows − 1 ≤ 2^26`; [`Sinusoidal::fill_positions`],
 //!   [`Sinusoidal::add`]: every position), times `|t| ≤ 2^26` ([`Sinusoidal::fill_times`]).

@@ -385,9 +385,18 @@ impl Rope {
         View::token_major(n_heads, self.head_dim)
     }
 
-    /// The largest |position| whose angles `p·ω` stay within the accuracy contract's domain
-    /// (`trig::MAX_ANGLE`) for every frequency of this rope.
-    pub(crate) fn position_limit(&self) -> u32 {
+    /// The largest |position| this rope accepts: the one whose angles `p·ω` stay within the
+    /// accuracy contract's domain (|p·ω| ≤ 2^26) for every frequency of this rope. Larger
+    /// positions get [`Error::PositionOutOfRange`] or [`Error::OutOfDomain`].
+    ///
+    /// ```
+    /// use posenc::{Layout, Rope, RopeConfig, Scaling};
+    /// let rope = Rope::new(&RopeConfig::new(128, 1e4, Layout::RotateHalf)).unwrap();
+    /// assert_eq!(rope.position_limit(), 1 << 26); // largest ω is 1
+    /// let fast = RopeConfig::new(4, 1e4, Layout::RotateHalf).scaling(Scaling::Linear { factor: 0.1 });
+    /// assert!(Rope::new(&fast).unwrap().position_limit() < 1 << 26); // ω up to 10
+    /// ```
+    pub fn position_limit(&self) -> u32 {
         let w = self.inv_freq().iter().fold(0.0f32, |m, &w| m.max(w.abs()));
         trig::max_abs_position(w)
     }

@@ -22,7 +22,7 @@
 //! Run with `cargo test --test mrope -- --nocapture` for the measured error table.
 
 use posenc::{
-    Axes, Backend, Element, Error, Formula, Layout, Rope, RopeConfig, Scaling, bf16, f16,
+    Axes, Backend, Element, Error, Formula, Layout, Rope, RopeConfig, Rounding, Scaling, bf16, f16,
 };
 
 const U: f64 = 1.0 / 16_777_216.0; // 2^-24, the f32 unit roundoff
@@ -714,5 +714,31 @@ fn apply_axes_with_the_wrong_shape_leaves_buffers_untouched() {
             .apply_axes(&mut x, 4, &[[1, 2, 3], [4, 5, 6]])
             .unwrap();
         assert!(!untouched(&x, &x0));
+    }
+}
+
+/// Text tokens of an M-RoPE model (every axis at `p`) rotate bitwise as `apply` at `p`, under
+/// every rounding mode (the HF modes form HF's f32 product `f32(p)·ω` on the axes path too)
+/// and on every backend.
+#[test]
+fn equal_axes_are_apply_under_every_rounding_mode() {
+    let pos: Vec<i32> = vec![0, 1, 7, 4093, 100_000, -13_725, 1 << 20];
+    let axes: Vec<[i32; 3]> = pos.iter().map(|&p| [p; 3]).collect();
+    let x: Vec<f32> = (0..pos.len() * 2 * 128)
+        .map(|i| 100.0 + 1.37 * (i % 97) as f32)
+        .collect();
+    for b in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+        for rounding in [Rounding::Once, Rounding::HfEager, Rounding::HfUpcast] {
+            let rope = QWEN2_VL
+                .rope()
+                .with_backend(b)
+                .unwrap()
+                .with_rounding(rounding);
+            let (mut a, mut p) = (x.clone(), x.clone());
+            rope.apply_axes(&mut a, 2, &axes).unwrap();
+            rope.apply(&mut p, 2, &pos).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&a), bits(&p), "{b:?} {rounding:?}");
+        }
     }
 }

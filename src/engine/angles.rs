@@ -105,6 +105,8 @@ enum Kind<'a> {
         pos: &'a [i32],
         n_axes: usize,
         axis: &'a [u8],
+        /// HF's f32 product, as `F32` (M-RoPE in HF multiplies in f32 too).
+        f32_angle: bool,
     },
     Table {
         cos: &'a [f32],
@@ -152,6 +154,7 @@ impl<'a, S: Simd> Source<'a, S> {
                         pos,
                         n_axes,
                         axis,
+                        f32_angle,
                     },
                 };
                 (kind, cs, ss)
@@ -198,6 +201,7 @@ impl<'a, S: Simd> Source<'a, S> {
                 pos,
                 n_axes,
                 axis,
+                f32_angle,
             } => {
                 let row = &pos[t * n_axes..(t + 1) * n_axes];
                 let n = l.min(self.half - j);
@@ -205,10 +209,19 @@ impl<'a, S: Simd> Source<'a, S> {
                 for (i, p) in pp[..n].iter_mut().enumerate() {
                     *p = row[axis[j + i] as usize];
                 }
-                (
-                    s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..])),
-                    s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..])),
-                )
+                if f32_angle {
+                    // As `F32`: so every axis at `p` is bitwise `apply` at `p`.
+                    let mut a = [0.0f64; MAX_LANES];
+                    for (i, a) in a[..l].iter_mut().enumerate() {
+                        *a = (pp[i] as f32 * w[j + i]) as f64;
+                    }
+                    (s.load_d(&a[..h]), s.load_d(&a[h..l]))
+                } else {
+                    (
+                        s.dmul(s.load_i32_widen(&pp[..h]), s.load_widen(&w[j..])),
+                        s.dmul(s.load_i32_widen(&pp[h..l]), s.load_widen(&w[j + h..])),
+                    )
+                }
             }
             Kind::Table { cos, sin } => {
                 // Scaled as the computed cos/sin below are, so a table made from positions

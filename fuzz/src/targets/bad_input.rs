@@ -493,17 +493,12 @@ fn assert_accepted_scaling_is_documented_valid(scaling: &Scaling<'_>, half: usiz
                 y.original_max_positions, 0,
                 "accepted original_max_positions 0"
             );
-            match y.attention_factor {
-                Some(a) => pos("attention_factor", a),
-                // KNOWN ISSUE (fuzz/README.md): the `Yarn` docs refuse non-finite
-                // `mscale`/`mscale_all_dim` unconditionally, but `Rope::new` only validates them
-                // when they are used, i.e. without an explicit `attention_factor` (which
-                // overrides them). Checked only where they are used until docs or code change.
-                None => {
-                    for v in [y.mscale, y.mscale_all_dim].into_iter().flatten() {
-                        assert!(v.is_finite(), "accepted mscale {v}");
-                    }
-                }
+            if let Some(a) = y.attention_factor {
+                pos("attention_factor", a);
+            }
+            // Refused whether or not they are used (an explicit attention factor wins).
+            for v in [y.mscale, y.mscale_all_dim].into_iter().flatten() {
+                assert!(v.is_finite(), "accepted mscale {v}");
             }
             assert!(base != 1.0, "accepted YaRN with base 1");
         }

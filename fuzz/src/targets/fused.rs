@@ -46,7 +46,11 @@ pub fn fuzz(data: &[u8]) {
         return;
     };
     let hd = inp.head_dim as usize % 40;
-    let layout = if inp.interleaved { Layout::Interleaved } else { Layout::RotateHalf };
+    let layout = if inp.interleaved {
+        Layout::Interleaved
+    } else {
+        Layout::RotateHalf
+    };
     let cfg = RopeConfig::new(hd, 1e4, layout)
         .rotary_dim(inp.rotary_dim as usize % 40)
         .rotary_offset(inp.offset as usize % 8);
@@ -59,7 +63,9 @@ pub fn fuzz(data: &[u8]) {
     let pos: Vec<i32> = inp.positions.iter().copied().take(tokens).collect();
     let n = (tokens * nh * hd) as isize + inp.src_slack as isize % 3;
     let n = n.max(0) as usize;
-    let src: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0).collect();
+    let src: Vec<f32> = (0..n)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
+        .collect();
     let view = View {
         n_heads: inp.dst_heads as usize % 5,
         token_stride: inp.token_stride as usize % 512,
@@ -87,7 +93,11 @@ pub fn fuzz(data: &[u8]) {
         rope.apply_backward(&mut g, nh, &pos[..]),
         rope.apply_inverse(&mut inv, nh, &pos[..]),
     );
-    assert_eq!(rb.is_ok(), ri.is_ok(), "backward and inverse disagree on validity");
+    assert_eq!(
+        rb.is_ok(),
+        ri.is_ok(),
+        "backward and inverse disagree on validity"
+    );
     assert_eq!(bits(&g), bits(&inv), "backward is not the inverse rotation");
     if rb.is_err() {
         assert_eq!(bits(&g), src_bits, "backward written on error");
@@ -98,7 +108,9 @@ pub fn fuzz(data: &[u8]) {
         _ => hd,
     } as isize
         + inp.weight_slack as isize % 2;
-    let w: Vec<f32> = (0..wlen.max(0) as usize).map(|i| 0.5 + (i % 7) as f32 / 8.0).collect();
+    let w: Vec<f32> = (0..wlen.max(0) as usize)
+        .map(|i| 0.5 + (i % 7) as f32 / 8.0)
+        .collect();
     let norm = match inp.norm % 3 {
         0 => RmsNorm::per_head(&w, inp.eps),
         1 => RmsNorm::per_head_one_plus(&w, inp.eps),

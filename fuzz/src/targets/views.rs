@@ -408,12 +408,7 @@ fn axes_call<T: Fz, const A: usize>(inp: &Input, rope: &Rope, pos: &[i32], n: us
         A == rope.axes().count() && e == Some(len) && in_domain,
         "apply_axes acceptance"
     );
-    // KNOWN ISSUE (fuzz/README.md, reproducer in `regressions/views/`): under
-    // `Rounding::HfEager`/`HfUpcast` `apply_axes` does not round the angle `p·ω` to f32 as
-    // `apply` does, so the documented bitwise equality holds only for `Rounding::Once` until
-    // posenc is fixed. `crate::strict()` (the regression replay) checks every mode.
-    let checked = rope.rounding() == Rounding::Once || crate::strict();
-    if ok && checked && (inp.equal_axes || inp.axis_pos.is_empty()) {
+    if ok && (inp.equal_axes || inp.axis_pos.is_empty()) {
         let mut z = x.clone();
         rope.apply(&mut z, n, pos).unwrap();
         assert_same(&y, &z, "apply_axes with equal axes vs apply");
