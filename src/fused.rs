@@ -25,8 +25,12 @@ use crate::view;
 /// Under [`Rounding::Once`](crate::Rounding::Once) the normalised value stays in f32 and the
 /// rotation rounds once. Under the HF modes the norm rounds as HuggingFace's module does (see
 /// each constructor), and the rotation then runs on the rounded values as HF's RoPE does. In
-/// every mode the mean is the exact mean of the squares rounded once to f32, and `r` is
-/// `1 / sqrt(mean + eps)` in f32 (two roundings, as `torch.rsqrt`).
+/// every mode the squares (each exact in f64) are summed in f64, the mean rounded once to
+/// f32, and `r` is `1 / sqrt(mean + eps)` in f32 (two roundings, as `torch.rsqrt`). The f64
+/// sum is within `n · 2^-53` (relative) of the exact one for `n` squares, far below f32's
+/// rounding; the tiers add the squares in different orders, so two backends can differ in
+/// the last bit of `r` only when the exact mean lies that close to a midpoint between two
+/// f32 values.
 ///
 /// ```
 /// use posenc::{Layout, RmsNorm, Rope, RopeConfig};
