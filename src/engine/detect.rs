@@ -30,6 +30,7 @@ pub(crate) fn avx512() -> bool {
 /// Whether the `Avx512` tier may also use AVX512-BF16's conversion (with AVX512-DQ's
 /// `vfpclassps` for the inputs that conversion does not round as `half` does).
 #[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // read by the x86-64 tier only
 pub(crate) fn avx512_bf16() -> bool {
     features() & AVX512_BF16 != 0
 }
