@@ -10,7 +10,7 @@
 use crate::angles::{Angles, Position};
 use crate::element::Element;
 use crate::engine::job::Target;
-use crate::engine::rope;
+use crate::engine::pairs;
 use crate::error::Error;
 use crate::rope::Rope;
 use crate::types::View;
@@ -134,7 +134,7 @@ impl Rope {
         let m = self.attention_factor();
         self.for_positions(flat, Some(n_axes), |first, tokens, angles| {
             let job = self.job(first, tokens, angles.scaled(m, -m));
-            rope::rotate(self.backend(), targets, job);
+            pairs::rotate(self.backend(), targets, job);
         });
         Ok(())
     }

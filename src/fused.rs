@@ -9,8 +9,7 @@ use crate::angles::Angles;
 use crate::element::Element;
 use crate::engine::angles::CHUNK;
 use crate::engine::job::{Norm, NormKind, Target};
-use crate::engine::rope::is_staged;
-use crate::engine::staged::STAGE;
+use crate::engine::pairs::{STAGE, is_staged};
 use crate::error::{Error, Formula};
 use crate::rope::Rope;
 use crate::types::Rounding;
@@ -155,7 +154,7 @@ fn named(e: Error, what: &'static str) -> Error {
     }
 }
 
-/// Checks what a call between two dtypes that the engine stages (`engine::staged`) needs: a
+/// Checks what a call between two dtypes that the engine stages (`engine::pairs`) needs: a
 /// head (a row of heads, for a row norm) fits the stack buffer.
 fn check_staged<I: Element, O: Element>(
     round: Rounding,

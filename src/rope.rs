@@ -2,7 +2,7 @@
 //!
 //! Every entry point validates its arguments (lengths, shapes, views) before anything is
 //! written, describes the work as a [`Job`] over [`Target`]s, and hands it to the engine once
-//! (`engine::rope::rotate`). Frequencies come from `scaling.rs` once per [`Rope`].
+//! (`engine::pairs::rotate`). Frequencies come from `scaling.rs` once per [`Rope`].
 
 use crate::angles::{Angles, Ints, Position, Positions, Source, Table};
 use crate::axes::Axes;
@@ -10,7 +10,7 @@ use crate::element::Element;
 use crate::engine::angles::CosSinTable;
 use crate::engine::dispatch::{dispatch, is_available};
 use crate::engine::job::{Angles as EngineAngles, Job, Positions as EnginePositions, Target};
-use crate::engine::rope;
+use crate::engine::pairs;
 use crate::error::{Error, Formula};
 use crate::scaling::{self, MAX_PAIRS, MAX_ROTARY_DIM, Scaling};
 use crate::trig;
@@ -439,11 +439,11 @@ impl Rope {
                     cs,
                     ss,
                 };
-                rope::rotate(self.backend, targets, self.job(0, t.tokens(), angles));
+                pairs::rotate(self.backend, targets, self.job(0, t.tokens(), angles));
             }
             Source::Positions(p) => self.for_positions(p, None, |first, n, angles| {
                 let job = self.job(first, n, angles.scaled(cs, ss));
-                rope::rotate(self.backend, targets, job);
+                pairs::rotate(self.backend, targets, job);
             }),
         }
     }
@@ -664,7 +664,7 @@ impl Rope {
         let m = self.attention_factor;
         self.for_positions(flat, Some(n_axes), |first, tokens, angles| {
             let job = self.job(first, tokens, angles.scaled(m, m));
-            rope::rotate(self.backend, targets, job);
+            pairs::rotate(self.backend, targets, job);
         });
         Ok(())
     }

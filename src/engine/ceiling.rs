@@ -67,7 +67,7 @@ pub fn memory_ceiling_pass<T: Element>(
     Ok(())
 }
 
-// Instantiated once per dtype, here in posenc (see `rope::rotate` for why).
+// Instantiated once per dtype, here in posenc (see `rope::rotate_same` for why).
 #[inline(never)]
 fn axpb_f32(backend: Backend, x: &mut [f32], a: f32, b: f32) {
     dispatch(backend, Axpb { x, a, b })

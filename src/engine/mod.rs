@@ -49,11 +49,11 @@ mod detect;
 pub(crate) mod dispatch;
 pub(crate) mod job;
 pub(crate) mod math;
+pub(crate) mod pairs;
 mod portable;
 pub(crate) mod quant;
 pub(crate) mod rope;
 mod scalar;
-pub(crate) mod staged;
 pub(crate) mod three_term;
 pub(crate) mod vector;
 #[cfg(target_arch = "x86_64")]

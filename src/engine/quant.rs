@@ -134,12 +134,25 @@ fn fits_i32(v: f32) -> bool {
     abs(v) < 2_147_483_648.0 || v == -2_147_483_648.0
 }
 
+/// `v` truncated toward zero, when `ok` says [`fits_i32`] holds for it (otherwise 0, which the
+/// callers discard). A plain truncation (`cvttps2dq`), not Rust's saturating `as`, whose
+/// extra clamps per value are redundant after `fits_i32`; the difference is settled by
+/// `cargo bench -p posenc-benches --bench quant`.
+#[inline(always)]
+fn trunc_i32(v: f32, ok: bool) -> i32 {
+    let v = if ok { v } else { 0.0 };
+    // SAFETY: `v` is 0 or a value `fits_i32` accepted (finite, |v| < 2^31 or v = −2^31), so
+    // its truncation is representable in an i32.
+    unsafe { v.to_int_unchecked::<i32>() }
+}
+
 /// C's `(int8_t)v` for a float `v` as ggml's x86 builds compute it: truncated to an i32 by
 /// `cvttss2si` (NaN and values outside the i32 range give `0x80000000`), then its low byte.
 /// Written with selects, not branches, so that the block loops vectorize.
 #[inline(always)]
 fn to_i8_x86(v: f32) -> i8 {
-    let t = if fits_i32(v) { v as i32 } else { i32::MIN };
+    let ok = fits_i32(v);
+    let t = if ok { trunc_i32(v, ok) } else { i32::MIN };
     t as i8
 }
 
@@ -147,7 +160,7 @@ fn to_i8_x86(v: f32) -> i8 {
 #[inline(always)]
 fn round_i8(v: f32) -> i8 {
     let ok = fits_i32(v);
-    let t = if ok { v as i32 } else { 0 };
+    let t = trunc_i32(v, ok);
     let frac = v - t as f32; // exact for |v| < 2^31: t and v share their binade or t = v
     let r = t
         .wrapping_add(i32::from(frac >= 0.5))

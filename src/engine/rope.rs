@@ -46,45 +46,44 @@ use crate::element::{Dtype, Element};
 use crate::types::{Backend, Rounding, View};
 use core::mem::MaybeUninit;
 
-/// Rotates `targets` as `job` says (validated by the API layer) on `backend`: each target's
-/// source heads of `I`, rotated in f32, into its destination heads of `O` (the same buffer
-/// for the in-place calls).
+/// Rotates `targets` (validated by the API layer, one dtype `T` in and out: in place, or into
+/// a buffer of the same type) as `job` says on `backend`, under any rounding mode.
 ///
 /// The kernels are instantiated once per dtype pair, here in posenc (`rotate_f32_f32`, …): a
 /// generic entry point would otherwise compile every tier's variants into each crate that
 /// calls it (every test binary, every user crate), which dominated `cargo test`'s build time.
-/// For the same reason only the pairs a runtime streams get kernels of their own: each dtype
-/// in place (or into a buffer of its own type), and f32 activations into an f16/bf16 cache
-/// under posenc's rounding. The other pairs, and the HF rounding modes between two dtypes,
-/// go through a stack buffer ([`super::staged`]) to one of those kernels, with the same
-/// result bit for bit (see there).
+/// For the same reason only the pairs a runtime streams get kernels of their own: this one,
+/// and [`rotate_from_f32`]. `engine::pairs` routes every call to one of them.
 #[inline]
-pub(crate) fn rotate<I: Element, O: Element>(
+pub(crate) fn rotate_same<T: Element>(
     backend: Backend,
-    targets: &mut [Target<'_, I, O>],
+    targets: &mut [Target<'_, T, T>],
     job: Job<'_>,
 ) {
-    use Dtype::{Bf16, F16, F32};
-    match (I::DTYPE, O::DTYPE) {
-        _ if is_staged(I::DTYPE, O::DTYPE, job.round) => {
-            super::staged::rotate(backend, targets, job)
-        }
-        (F32, F32) => rotate_f32_f32(backend, retype_targets(targets), job),
-        (F16, F16) => rotate_f16_f16(backend, retype_targets(targets), job),
-        (Bf16, Bf16) => rotate_bf16_bf16(backend, retype_targets(targets), job),
-        (F32, F16) => rotate_f32_f16(backend, retype_targets(targets), job),
-        (F32, Bf16) => rotate_f32_bf16(backend, retype_targets(targets), job),
-        _ => super::staged::rotate(backend, targets, job), // (never: the others are staged)
+    match T::DTYPE {
+        Dtype::F32 => rotate_f32_f32(backend, retype_targets(targets), job),
+        Dtype::F16 => rotate_f16_f16(backend, retype_targets(targets), job),
+        Dtype::Bf16 => rotate_bf16_bf16(backend, retype_targets(targets), job),
     }
 }
 
-/// Whether [`rotate`] stages a call from `i` into `o` under `round` (the pair has no kernel of
-/// its own): any two dtypes except f32 into f16/bf16 under posenc's rounding.
-pub(crate) fn is_staged(i: Dtype, o: Dtype, round: Rounding) -> bool {
-    i != o && !(i == Dtype::F32 && round == Rounding::Once)
+/// Rotates f32 `targets` into heads of `O` (f32 activations into an f16/bf16 cache) as `job`
+/// says on `backend`. Into f16 and bf16 under posenc's rounding only (`engine::pairs` stages
+/// the HF modes); into f32 under any.
+#[inline]
+pub(crate) fn rotate_from_f32<O: Element>(
+    backend: Backend,
+    targets: &mut [Target<'_, f32, O>],
+    job: Job<'_>,
+) {
+    match O::DTYPE {
+        Dtype::F32 => rotate_f32_f32(backend, retype_targets(targets), job),
+        Dtype::F16 => rotate_f32_f16(backend, retype_targets(targets), job),
+        Dtype::Bf16 => rotate_f32_bf16(backend, retype_targets(targets), job),
+    }
 }
 
-/// One non-generic entry point per dtype pair with a kernel (see [`rotate`]): `$hf` says
+/// One non-generic entry point per dtype pair with a kernel (see [`rotate_same`]): `$hf` says
 /// whether the pair has the HF modes' kernels too (one dtype in and out).
 macro_rules! per_pair {
     ($($name:ident: $i:ty => $o:ty, $hf:literal;)*) => {$(
@@ -105,7 +104,7 @@ per_pair! {
 
 /// `targets` as targets of `(I2, O2)`, which `(I, O)` are (see `vector::retype`).
 #[inline(always)]
-fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: Element>(
+pub(crate) fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: Element>(
     targets: &'a mut [Target<'b, I, O>],
 ) -> &'a mut [Target<'b, I2, O2>] {
     assert!(I::DTYPE == I2::DTYPE && O::DTYPE == O2::DTYPE);
@@ -115,7 +114,7 @@ fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: Element>(
     unsafe { core::slice::from_raw_parts_mut(targets.as_mut_ptr().cast(), targets.len()) }
 }
 
-/// [`rotate`] for one dtype pair. Layout, rounding and the common shape (one chunk of whole
+/// [`rotate_same`] / [`rotate_from_f32`] for one dtype pair. Layout, rounding and the common shape (one chunk of whole
 /// vectors per token) are chosen here, before dispatch, as constants of the kernel: each
 /// combination is its own `#[target_feature]` instantiation, so the inner loops test none of
 /// them, and each function stays small enough to keep its values in registers (one function
@@ -123,7 +122,7 @@ fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: Element>(
 /// frame outgrew a rayon worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds
 /// on every tier. A norm (QK-norm) runs in the general shape, `WHOLE` = false, where it is a
 /// branch per head rather than a kernel of its own: a constant would double the kernels.
-/// Pairs between two dtypes come here under posenc's rounding only (see [`rotate`]).
+/// Pairs between two dtypes come here under posenc's rounding only (see [`rotate_from_f32`]).
 fn rotate_as<I: Element, O: Element, const HF: bool>(
     backend: Backend,
     targets: &mut [Target<'_, I, O>],
@@ -145,7 +144,7 @@ fn rotate_as<I: Element, O: Element, const HF: bool>(
             false => go!(false, false, false),
         };
     }
-    // Under the HF modes a pair without `HF` never gets here (see [`rotate`]).
+    // Under the HF modes a pair without `HF` never gets here (see [`rotate_from_f32`]).
     match (il, whole) {
         (true, true) => go!(true, true, true),
         (false, true) => go!(false, true, true),
@@ -156,7 +155,7 @@ fn rotate_as<I: Element, O: Element, const HF: bool>(
 
 /// The RoPE kernel for one dtype pair (`I` read, `O` written), layout (`IL`: interleaved),
 /// rounding (`ONCE`: posenc's) and shape (`WHOLE`: one chunk of whole vectors per token, and
-/// no norm); see [`rotate`].
+/// no norm); see [`rotate_same`].
 pub(crate) struct Rotate<'a, 'b, I, O, const IL: bool, const ONCE: bool, const WHOLE: bool> {
     pub targets: &'a mut [Target<'b, I, O>],
     pub job: Job<'a>,

@@ -231,7 +231,7 @@ fn cast<T: 'static, U: 'static>(p: *const T) -> *const U {
 
 /// `x` as a slice of `U`, which `T` is: both are `Element`s with the same dtype, and
 /// `Element` is sealed to exactly three types, one per dtype. Lets a generic entry point hand
-/// its buffer to a function written for one concrete dtype (see `rope::rotate`).
+/// its buffer to a function written for one concrete dtype (see `rope::rotate_same`).
 #[inline(always)]
 pub(crate) fn retype<T: Element, U: Element>(x: &mut [T]) -> &mut [U] {
     assert!(T::DTYPE == U::DTYPE);

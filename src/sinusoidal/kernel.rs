@@ -8,7 +8,7 @@ use crate::engine::vector::{Kernel, Simd, retype};
 use crate::types::Backend;
 
 /// Fills (or adds to) `out`, whole rows of `rows` (validated by the caller), on `backend`.
-/// Instantiated once per dtype, here in posenc (see `engine::rope::rotate` for why).
+/// Instantiated once per dtype, here in posenc (see `engine::rope::rotate_same` for why).
 #[inline]
 pub(crate) fn sinusoids<T: Element>(
     backend: Backend,

@@ -1,6 +1,7 @@
-//! Rotate-into for the dtype pairs without a kernel of their own (`engine::rope::rotate`
-//! names the pairs that have one), through a stack buffer, a piece of heads and tokens at a
-//! time:
+//! Which kernel rotates which dtype pair. Only the pairs a runtime streams have kernels of
+//! their own (`engine::rope`: each dtype with itself under every rounding mode, f32 into
+//! f16/bf16 under posenc's rounding); the others, and the HF modes between two dtypes, pass
+//! through a stack buffer, a piece of heads and tokens at a time:
 //!
 //! ```text
 //! posenc's rounding (Once):  src (I) ──convert, exact──▶ stack (f32) ──kernel f32→O──▶ dst (O)
@@ -13,23 +14,46 @@
 //! is "rotate a copy in `I` the HF way, then convert", which is what the two steps do. A piece
 //! is a call of its own on a subset of tokens (and of heads, unless a row norm needs them
 //! all), and results do not depend on how a call is split, so the pieces add up to the whole.
-//!
-//! A runtime's hot pairs (each dtype with itself, f32 into an f16/bf16 cache) stream through
-//! their own kernels; these pairs trade a copy through L1 for not compiling a kernel set for
-//! each of them on every tier (see `engine::rope::rotate`).
+//! The staged pairs trade a copy through L1 for not compiling a kernel set for each of them
+//! on every tier (see `engine::rope::rotate_same`).
 
 use super::job::{Job, Target};
 use super::rope;
-use crate::element::Element;
+use crate::element::{Dtype, Element};
 use crate::types::{Backend, Rounding, View};
 
 /// Elements of the stack buffer a piece passes through. The API layer refuses a staged call
 /// whose piece cannot fit: a head longer than this, or a row norm over more channels.
 pub(crate) const STAGE: usize = 8192;
 
+/// Rotates `targets` as `job` says (validated by the API layer) on `backend`: each target's
+/// source heads of `I`, rotated in f32, into its destination heads of `O` (the same buffer
+/// for the in-place calls); through a kernel of the pair's own, or staged.
+#[inline]
+pub(crate) fn rotate<I: Element, O: Element>(
+    backend: Backend,
+    targets: &mut [Target<'_, I, O>],
+    job: Job<'_>,
+) {
+    if is_staged(I::DTYPE, O::DTYPE, job.round) {
+        staged(backend, targets, job);
+    } else if I::DTYPE == O::DTYPE {
+        rope::rotate_same::<I>(backend, rope::retype_targets(targets), job);
+    } else {
+        // Not staged and two dtypes: f32 into f16/bf16 under posenc's rounding.
+        rope::rotate_from_f32::<O>(backend, rope::retype_targets(targets), job);
+    }
+}
+
+/// Whether [`rotate`] stages a call from `i` into `o` under `round` (the pair has no kernel of
+/// its own): any two dtypes except f32 into f16/bf16 under posenc's rounding.
+pub(crate) fn is_staged(i: Dtype, o: Dtype, round: Rounding) -> bool {
+    i != o && !(i == Dtype::F32 && round == Rounding::Once)
+}
+
 /// Rotates `targets` (validated, `I` and `O` two different dtypes, or the HF modes between
 /// them) as `job` says, piece by piece (see the module docs).
-pub(crate) fn rotate<I: Element, O: Element>(
+fn staged<I: Element, O: Element>(
     backend: Backend,
     targets: &mut [Target<'_, I, O>],
     job: Job<'_>,
@@ -135,7 +159,7 @@ impl Piece<'_> {
             Some(n) => target.normed(n),
             None => target,
         }];
-        rope::rotate::<f32, O>(backend, &mut targets, self.job);
+        rope::rotate_from_f32::<O>(backend, &mut targets, self.job);
     }
 
     /// The HF modes: the `I` → `I` kernel onto the stack, then converted into the
@@ -156,7 +180,7 @@ impl Piece<'_> {
                 Some(n) => target.normed(n),
                 None => target,
             }];
-            rope::rotate::<I, I>(backend, &mut targets, self.job);
+            rope::rotate_same::<I>(backend, &mut targets, self.job);
         }
         self.cells(&self.dst_view, |k, i| {
             dst[i] = O::from_f32(stage[k].to_f32())
