@@ -278,10 +278,7 @@ impl Rope {
         dst_view: View,
         at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        let sv = [self.contiguous(n_heads)];
-        let src_at = at.source();
-        check_rows("src", src.len(), n_heads, self.head_dim(), src_at.tokens())?;
-        self.views_into(src, &sv, dst, &[dst_view], src_at, None)
+        self.contiguous_into(src, n_heads, None, dst, dst_view, at.source())
     }
 
     /// [`Rope::apply_into`] for any number of source views, each rotated into the
@@ -394,11 +391,7 @@ impl Rope {
         dst_view: View,
         at: impl Angles<'a>,
     ) -> Result<(), Error> {
-        let sv = [self.contiguous(n_heads)];
-        let src_at = at.source();
-        check_rows("src", src.len(), n_heads, self.head_dim(), src_at.tokens())?;
-        let norm = norm.check(n_heads, self.head_dim())?;
-        self.views_into(src, &sv, dst, &[dst_view], src_at, Some(norm))
+        self.contiguous_into(src, n_heads, Some(norm), dst, dst_view, at.source())
     }
 
     /// QK-norm + RoPE for a decoder layer: `q` normalised by `q_norm` and rotated in place,
@@ -441,6 +434,25 @@ impl Rope {
             cache_view,
             at,
         )
+    }
+
+    /// The checks and call of [`Rope::apply_into`] and [`Rope::apply_normed_into`]: `src`
+    /// (token-major, `n_heads` heads) into `dst_view`, normalised first when `norm` is given.
+    fn contiguous_into<I: Element, O: Element>(
+        &self,
+        src: &[I],
+        n_heads: usize,
+        norm: Option<&RmsNorm<'_>>,
+        dst: &mut [O],
+        dst_view: View,
+        at: crate::angles::Source<'_>,
+    ) -> Result<(), Error> {
+        let sv = [self.contiguous(n_heads)];
+        check_rows("src", src.len(), n_heads, self.head_dim(), at.tokens())?;
+        let norm = norm
+            .map(|n| n.check(n_heads, self.head_dim()))
+            .transpose()?;
+        self.views_into(src, &sv, dst, &[dst_view], at, norm)
     }
 
     /// The checked body of the `*_into` calls on view lists.
