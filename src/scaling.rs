@@ -646,13 +646,10 @@ fn yarn(base: f32, d: usize, y: &Yarn, out: &mut [f32; MAX_PAIRS]) -> Result<f32
         lo = libm::floor(lo);
         hi = libm::ceil(hi);
     }
-    // Python's max(lo, 0) / min(hi, d - 1); lo and hi are finite (b ≠ 1, L0 ≥ 1, β > 0).
-    if lo < 0.0 {
-        lo = 0.0;
-    }
-    if hi > dim - 1.0 {
-        hi = dim - 1.0;
-    }
+    // Python's max(lo, 0) / min(hi, d - 1); lo and hi are finite (b ≠ 1, L0 ≥ 1, β > 0), so
+    // f64's max/min (which differ from Python's only on NaN) are Python's.
+    lo = lo.max(0.0);
+    hi = hi.min(dim - 1.0);
     if lo == hi {
         hi += 0.001; // HF: "prevent singularity"
     }
