@@ -560,3 +560,21 @@ fn store_rounding_through_kernels_f16() {
 fn store_rounding_through_kernels_bf16() {
     rounding_through_kernels::<bf16>();
 }
+
+/// `Dtype`'s two facts: its byte size is the storage type's `size_of`, and its name is the
+/// lower-case dtype name its docs give (the C ABI and error messages print it).
+#[test]
+fn dtype_size_and_name() {
+    use posenc::Dtype;
+    fn check<T: Element>(name: &str) {
+        assert_eq!(T::DTYPE.size_bytes(), std::mem::size_of::<T>(), "{name}");
+        assert_eq!(T::DTYPE.name(), name);
+    }
+    check::<f32>("f32");
+    check::<f16>("f16");
+    check::<bf16>("bf16");
+    assert_eq!(
+        [Dtype::F32, Dtype::F16, Dtype::Bf16].map(Dtype::size_bytes),
+        [4, 2, 2]
+    );
+}

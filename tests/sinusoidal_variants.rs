@@ -30,6 +30,9 @@ fn m2m100_table_matches_f64_truth_and_padding_row_is_zero() {
             .unwrap()
             .with_backend(b)
             .unwrap();
+        // Every backend gives the same bits, so only the accessor tells that the table below
+        // was computed where it was asked to be.
+        assert_eq!(pe.backend(), b);
         let mut out = vec![f32::NAN; positions.len() * d];
         pe.fill_positions(&mut out, &positions).unwrap();
         for (r, &p) in positions.iter().enumerate() {
@@ -221,4 +224,50 @@ fn variant_constructors_validate() {
     let mut out = [7f32; 8];
     assert!(pe.fill_times(&mut out, &[1.0, 2.0]).is_err());
     assert_eq!(out, [7.0; 8]);
+}
+
+/// `Sinusoidal::frequency` against each convention's formula in f64 (REFERENCE.md):
+/// `base^(−2i/d)` (`new`), `exp(−i·ln(10⁴)/(d/2 − 1))` (fairseq), `exp(−i·ln(P)/(d/2))`
+/// (timestep); `None` from `i = d/2` on.
+#[test]
+fn frequency_accessor_follows_each_convention() {
+    fn check(pe: &Sinusoidal, want: impl Fn(f64) -> f64, what: &str) {
+        let pairs = pe.d_model() / 2;
+        for i in 0..pairs {
+            let (got, w) = (pe.frequency(i).unwrap(), want(i as f64));
+            assert!((got - w).abs() <= 1e-14 * w, "{what}: ω_{i} = {got:e}, formula {w:e}");
+        }
+        assert_eq!(pe.frequency(pairs), None, "{what}: past the end");
+        assert_eq!(pe.frequency(usize::MAX), None, "{what}: usize::MAX");
+    }
+    for d in [2usize, 10, 64] {
+        let pe = Sinusoidal::new(d, 1e4, SinusoidalLayout::Split).unwrap();
+        check(&pe, |i| 1e4f64.powf(-2.0 * i / d as f64), "new");
+        let pe = Sinusoidal::timestep(d + 1, 1e4).unwrap();
+        check(&pe, |i| (-i * 1e4f64.ln() / (d / 2) as f64).exp(), "timestep");
+    }
+    for d in [4usize, 9, 64] {
+        let pe = Sinusoidal::fairseq(d, None).unwrap();
+        let half = (d / 2) as f64;
+        check(&pe, |i| (-i * 1e4f64.ln() / (half - 1.0)).exp(), "fairseq");
+    }
+}
+
+/// `fairseq_positions` at the edge of i32: the last real token's row is
+/// `padding_idx + past_len + (number of real tokens)`, so the padding tokens around it do not
+/// count towards the limit, and one real token more than fits is refused before any write.
+#[test]
+fn fairseq_positions_limit_counts_real_tokens_only() {
+    let max = i32::MAX as i64;
+    // Three padding tokens and one real one: the real one lands exactly on i32::MAX.
+    let mut out = [7i32; 4];
+    posenc::fairseq_positions(&[1, 1, 1, 5], 1, max - 2, &mut out).unwrap();
+    assert_eq!(out, [1, 1, 1, i32::MAX]);
+    // Three real tokens and one padding token: the third real one would be i32::MAX + 1.
+    let mut out = [7i32; 4];
+    assert!(posenc::fairseq_positions(&[5, 6, 7, 1], 1, max - 3, &mut out).is_err());
+    assert_eq!(out, [7; 4], "nothing written");
+    // One fewer past token and it fits.
+    posenc::fairseq_positions(&[5, 6, 7, 1], 1, max - 4, &mut out).unwrap();
+    assert_eq!(out, [i32::MAX - 2, i32::MAX - 1, i32::MAX, 1]);
 }
