@@ -173,24 +173,42 @@ fn available() -> impl Iterator<Item = Backend> {
     Backend::available()
 }
 
+/// Under Miri, which runs every case a few thousand times slower: fewer and narrower cases,
+/// the same code paths (`cfg(miri)` sizes; `fixed_shapes` walks each path on purpose).
+const MIRI: bool = cfg!(miri);
+
 /// (head_dim, rotary_dim): full and partial rotary, pair counts below, at and across the
-/// lane widths and the 64-pair chunk of the drivers.
-const DIMS: &[(usize, usize)] = &[
-    (2, 2),
-    (6, 2),
-    (8, 8),
-    (10, 6),
-    (30, 18),
-    (64, 64),
-    (64, 16),
-    (80, 64),
-    (96, 96),
-    (128, 128),
-    (128, 32),
-    (130, 130),
-    (256, 64),
-    (256, 256),
-];
+/// lane widths and the 64-pair chunk of the drivers. Under Miri up to 16 pairs: one pair,
+/// tails below and across the 8 lanes of the tiers Miri runs, whole vectors (16 pairs), full
+/// and partial.
+const DIMS: &[(usize, usize)] = if MIRI {
+    &[
+        (2, 2),
+        (6, 2),
+        (10, 6),
+        (30, 18),
+        (18, 18),
+        (32, 32),
+        (40, 32),
+    ]
+} else {
+    &[
+        (2, 2),
+        (6, 2),
+        (8, 8),
+        (10, 6),
+        (30, 18),
+        (64, 64),
+        (64, 16),
+        (80, 64),
+        (96, 96),
+        (128, 128),
+        (128, 32),
+        (130, 130),
+        (256, 64),
+        (256, 256),
+    ]
+};
 const BASES: &[f32] = &[10_000.0, 500_000.0, 1_000_000.0, 100.0];
 
 fn layout_of(interleaved: bool) -> Layout {
@@ -254,7 +272,11 @@ fn shape(max_tokens: usize) -> impl Strategy<Value = Shape> {
         0..BASES.len(),
         any::<bool>(),
         1usize..4,
-        vec(position(), 1..=max_tokens),
+        // (Under Miri at most two tokens: a stream, at a fraction of the cost.)
+        vec(
+            position(),
+            1..=if MIRI { max_tokens.min(2) } else { max_tokens },
+        ),
         any::<u64>(),
     )
         .prop_map(|(d, b, il, n_heads, positions, seed)| Shape {
@@ -268,10 +290,11 @@ fn shape(max_tokens: usize) -> impl Strategy<Value = Shape> {
         })
 }
 
-/// `cases` natively; 2 under Miri, which runs every case a few thousand times slower.
+/// `cases` natively; 1 under Miri, which runs every case a few thousand times slower
+/// (`fixed_shapes` covers the paths a single random case may miss).
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { cases },
+        cases: if MIRI { 1 } else { cases },
         failure_persistence: None,
         ..ProptestConfig::default()
     }
@@ -770,16 +793,121 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------
+// fixed shapes: every kernel path, deterministically
+// ---------------------------------------------------------------------------------------
+
+/// The shapes [`fixed_shapes`] runs (the proptests above draw theirs at random): whole
+/// vectors of pairs (16 pairs) and partial last vectors (9), full and partial rotary, both
+/// layouts, one token with four heads (the decode pass: four heads at a time) and streams of
+/// two tokens, positions at the domain's edges.
+fn fixed() -> Vec<Shape> {
+    let edge = DOMAIN as i32;
+    let shape = |head_dim, rotary_dim, base, layout, n_heads, positions: &[i32], seed| Shape {
+        head_dim,
+        rotary_dim,
+        base,
+        layout,
+        n_heads,
+        positions: positions.to_vec(),
+        seed,
+    };
+    vec![
+        shape(32, 32, 500_000.0, Layout::RotateHalf, 4, &[edge], 1),
+        shape(18, 18, 10_000.0, Layout::Interleaved, 2, &[-1, 1 << 24], 2),
+        shape(30, 18, 100.0, Layout::RotateHalf, 3, &[0, 1 - edge], 3),
+        shape(40, 32, 1e6, Layout::Interleaved, 4, &[77], 4),
+    ]
+}
+
+/// Every property above on the [`fixed`] shapes, on every backend, and the sinusoidal ones at
+/// a width of one whole vector and a tail (9 pairs): under Miri, where each proptest runs one
+/// random case, this makes sure every kernel path is walked. The layout property (both
+/// layouts, f32 and bf16) runs on every shape, one of its three operations per shape in turn,
+/// as does the tail property on the partial ones; the others take the shapes in turn.
+#[test]
+fn fixed_shapes() {
+    let run = || -> Result<(), TestCaseError> {
+        for (k, s) in fixed().iter().enumerate() {
+            let op = [Op::Apply, Op::Inverse, Op::Table][k % 3];
+            check_layouts::<f32>(s, op)?;
+            if F16 {
+                check_layouts::<f16>(s, op)?;
+            }
+            check_layouts::<bf16>(s, op)?;
+            if s.rotary_dim < s.head_dim {
+                check_tail::<f32>(s, op)?;
+                if F16 {
+                    check_tail::<f16>(s, op)?;
+                }
+                check_tail::<bf16>(s, op)?;
+            }
+            if k % 2 == 0 {
+                check_norm::<f32>(s)?;
+                if F16 {
+                    check_norm::<f16>(s)?;
+                }
+                check_norm::<bf16>(s)?;
+            } else {
+                for backend in available() {
+                    check_inverse::<f32>(s, backend)?;
+                    if F16 {
+                        check_inverse::<f16>(s, backend)?;
+                    }
+                    check_inverse::<bf16>(s, backend)?;
+                }
+            }
+            let (m, d) = fit_sum(s.positions[0], 12_345);
+            for backend in available() {
+                if k % 2 == 0 {
+                    check_relative(s, m, d, 7, backend)?;
+                } else {
+                    check_composition(s, &[-(1 << 20), 3], backend)?;
+                }
+            }
+        }
+        // Two rows a step after an anchor, near the top of the domain.
+        let first = (1 << 26) - 255;
+        check_sin_dots(
+            18,
+            10_000.0,
+            SinusoidalLayout::Interleaved,
+            5,
+            -(1 << 23),
+            64,
+        )?;
+        check_sin_fill::<f32>(18, 10_000.0, SinusoidalLayout::Interleaved, first, 2)?;
+        if F16 {
+            check_sin_fill::<f16>(18, 10_000.0, SinusoidalLayout::Split, first, 2)?;
+        }
+        check_sin_fill::<bf16>(18, 10_000.0, SinusoidalLayout::Split, first, 2)?;
+        Ok(())
+    };
+    if let Err(e) = run() {
+        panic!("{e}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // sinusoidal
 // ---------------------------------------------------------------------------------------
 
 const D_MODELS: &[usize] = &[2, 4, 8, 10, 64, 66, 128, 130, 512];
 
-/// The widths `fill` is checked at: all of [`D_MODELS`], or under Miri the narrow ones (every
-/// `fill` steps each column up to 255 rows from its block's anchor, which Miri interprets
-/// thousands of times slower; the narrow widths still take every lane tail).
+/// The widths the sinusoidal properties are checked at: all of [`D_MODELS`], or under Miri
+/// the narrow ones (they still take the lane tails; `fixed_shapes` adds whole vectors).
 fn sin_widths() -> &'static [usize] {
-    if cfg!(miri) { &D_MODELS[..4] } else { D_MODELS }
+    if MIRI { &D_MODELS[..4] } else { D_MODELS }
+}
+
+/// `first` natively; under Miri the first row of its anchor block plus `first % 3`. `fill`
+/// steps each column from the block's anchor (a multiple of 256) to `first`, up to 255 rows,
+/// which Miri interprets thousands of times slower; a step or two still walks that path.
+fn near_anchor(first: u32) -> u32 {
+    if MIRI {
+        first - first % 256 + first % 3
+    } else {
+        first
+    }
 }
 
 fn sin_layout_of(interleaved: bool) -> SinusoidalLayout {
@@ -930,7 +1058,7 @@ proptest! {
 
     #[test]
     fn sinusoidal_dot_depends_only_on_offset(
-        d in prop::sample::select(D_MODELS),
+        d in prop::sample::select(sin_widths()),
         base in prop::sample::select(vec![10_000.0f32, 1_000.0, 500_000.0]),
         il in any::<bool>(),
         t1 in -(1i32 << 23)..(1 << 23),
@@ -948,6 +1076,7 @@ proptest! {
         rows in 0usize..5,
     ) {
         let layout = sin_layout_of(il);
+        let first = near_anchor(first);
         check_sin_fill::<f32>(d, 10_000.0, layout, first, rows)?;
         if F16 {
             check_sin_fill::<f16>(d, 10_000.0, layout, first, rows)?;
