@@ -124,15 +124,17 @@ pub(crate) fn max_abs_position(max_freq: f32) -> u32 {
     if !angle_in_domain(1.0, w) {
         return 0; // NaN, or a frequency above MAX_ANGLE
     }
-    // floor(MAX_ANGLE / w), corrected by one either way for the rounding of the quotient.
+    // floor(MAX_ANGLE / w), corrected down by one where the quotient rounded up to the next
+    // integer. It never needs a correction up: the exact floor is an integer below 2^53, so
+    // the quotient rounded to nearest is at least that floor. (An exhaustive search over f32
+    // finds three frequencies that need the correction down; the unit test holds them.)
     let q = (MAX_ANGLE / w).min(CAP as f64);
-    let mut n = q as u32; // q ≥ 1 (checked above), ≤ 2^31
-    if !angle_in_domain(n as f64, w) {
-        n -= 1;
-    } else if n < CAP && angle_in_domain(n as f64 + 1.0, w) {
-        n += 1;
+    let n = q as u32; // q ≥ 1 (checked above), ≤ 2^31
+    if angle_in_domain(n as f64, w) {
+        n
+    } else {
+        n - 1
     }
-    n
 }
 
 /// Refuses the first position `p` of `positions` with `|p| > max_abs_position(max_freq)`
@@ -252,6 +254,9 @@ mod tests {
         let mut ws = std::vec![1.0f32, 0.5, 3.0, 0.1, 1e-3, 40_000.5, 65_536.0, 7.0, 1.5e-9];
         ws.extend((1..200).map(|k| f32::from_bits(0x3f80_0000 + k * 7919)));
         ws.extend((1..200).map(|k| 1.0 / k as f32));
+        // The only f32 frequencies whose f64 quotient 2^26/w rounds up to the next integer
+        // (an exhaustive search over every f32: floor of the exact quotient vs of the f64 one).
+        ws.extend([1_024_132_485, 1_025_347_269, 1_031_027_233].map(f32::from_bits));
         for w in ws {
             let n = max_abs_position(w) as u64;
             if n < 1 << 31 {

@@ -235,7 +235,10 @@ fn frequency_accessor_follows_each_convention() {
         let pairs = pe.d_model() / 2;
         for i in 0..pairs {
             let (got, w) = (pe.frequency(i).unwrap(), want(i as f64));
-            assert!((got - w).abs() <= 1e-14 * w, "{what}: ω_{i} = {got:e}, formula {w:e}");
+            assert!(
+                (got - w).abs() <= 1e-14 * w,
+                "{what}: ω_{i} = {got:e}, formula {w:e}"
+            );
         }
         assert_eq!(pe.frequency(pairs), None, "{what}: past the end");
         assert_eq!(pe.frequency(usize::MAX), None, "{what}: usize::MAX");
@@ -244,7 +247,11 @@ fn frequency_accessor_follows_each_convention() {
         let pe = Sinusoidal::new(d, 1e4, SinusoidalLayout::Split).unwrap();
         check(&pe, |i| 1e4f64.powf(-2.0 * i / d as f64), "new");
         let pe = Sinusoidal::timestep(d + 1, 1e4).unwrap();
-        check(&pe, |i| (-i * 1e4f64.ln() / (d / 2) as f64).exp(), "timestep");
+        check(
+            &pe,
+            |i| (-i * 1e4f64.ln() / (d / 2) as f64).exp(),
+            "timestep",
+        );
     }
     for d in [4usize, 9, 64] {
         let pe = Sinusoidal::fairseq(d, None).unwrap();
