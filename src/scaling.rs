@@ -39,8 +39,11 @@ use core::cmp::Ordering;
 /// assert!(matches!(Rope::new(&too_wide), Err(Error::RotaryDimTooLarge { .. })));
 /// ```
 pub const MAX_ROTARY_DIM: usize = 512;
-/// Frequency slots a [`crate::Rope`] keeps inline.
-pub(crate) const MAX_PAIRS: usize = MAX_ROTARY_DIM / 2;
+/// Frequency slots a [`crate::Rope`] keeps inline: one per pair of the widest rotary dim.
+/// (A literal with a compile-time check rather than `MAX_ROTARY_DIM / 2`, whose mutants
+/// would only change an array's capacity, which no result can show.)
+pub(crate) const MAX_PAIRS: usize = 256;
+const _: () = assert!(2 * MAX_PAIRS == MAX_ROTARY_DIM);
 
 /// Frequency-scaling scheme, with parameters named as in HuggingFace configs.
 ///

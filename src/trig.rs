@@ -333,5 +333,14 @@ mod tests {
                 value: 67_108_865.0
             })
         );
+        // The error carries the product itself: 2^25 · 4 = 2^27.
+        assert_eq!(
+            sin_cos_exact(-(1 << 25), 4.0),
+            Err(Error::OutOfDomain {
+                what: "position * freq",
+                limit: MAX_ANGLE,
+                value: -134_217_728.0
+            })
+        );
     }
 }
