@@ -123,6 +123,8 @@ fn llama3_low_freq_factor_not_one() {
         (500_000.0f32, 128usize, 8.0f32, 2.0f32, 4.0f32, 8192u32),
         (10_000.0, 64, 16.0, 1.5, 6.0, 2048),
         (500_000.0, 128, 32.0, 0.5, 4.0, 8192),
+        // A rotary dim past half the widest: the loop covers exactly d/2 pairs.
+        (500_000.0, 256, 8.0, 1.5, 4.0, 8192),
     ] {
         let cfg = RopeConfig::new(d, base, Layout::RotateHalf).scaling(Scaling::Llama3 {
             factor,
