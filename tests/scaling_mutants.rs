@@ -194,3 +194,39 @@ fn proportional_factor_not_one() {
         );
     }
 }
+
+/// Llama 3 with a pair exactly on the low band edge: HF scales a pair fully only when its
+/// wavelength is strictly past `L0 / low_freq_factor` (`wavelen > low_freq_wavelen`); on the
+/// edge it is smoothed. Pair 0 (ω = 1, wavelength f32(2π)) with `L0 = 91` and the f32
+/// `low_freq_factor` (found by a search over f32) for which f32(91 / low) is f32(2π) and the
+/// smoothing factor is not 0.
+#[test]
+fn llama3_pair_on_the_low_band_edge_is_smoothed() {
+    let (l0, factor) = (91u32, 8.0f32);
+    let low = f32::from_bits(1_097_317_063); // 14.4831
+    let high = low + 0.01;
+    let two_pi = (2.0 * PI) as f32;
+    assert_eq!(
+        (l0 as f64 / low as f64) as f32,
+        two_pi,
+        "pair 0 sits on the edge"
+    );
+    let cfg = RopeConfig::new(64, 10_000.0, Layout::RotateHalf).scaling(Scaling::Llama3 {
+        factor,
+        low_freq_factor: low,
+        high_freq_factor: high,
+        original_max_positions: l0,
+    });
+    let rope = Rope::new(&cfg).unwrap();
+    // HF in f32: smooth = (L0 / wavelen − low) / (high − low); ω' = (1 − smooth)·ω/s + smooth·ω.
+    let span = (high as f64 - low as f64) as f32;
+    let smooth = (l0 as f32 / two_pi - low) / span;
+    assert!(smooth != 0.0);
+    let want = (1.0 - smooth) / factor + smooth;
+    let got = rope.inv_freq()[0];
+    assert!(
+        (got as f64 - want as f64).abs() <= REL * want as f64,
+        "pair 0: posenc {got:e}, HF {want:e} (scaled fully it would be {:e})",
+        1.0 / factor
+    );
+}
