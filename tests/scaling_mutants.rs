@@ -218,9 +218,12 @@ fn llama3_pair_on_the_low_band_edge_is_smoothed() {
         original_max_positions: l0,
     });
     let rope = Rope::new(&cfg).unwrap();
-    // HF in f32: smooth = (L0 / wavelen − low) / (high − low); ω' = (1 − smooth)·ω/s + smooth·ω.
+    // HF in f32: smooth = (L0 / wavelen − low) / (high − low), where torch evaluates
+    // `scalar / tensor` as `scalar · (1 / tensor)`; ω' = (1 − smooth)·ω/s + smooth·ω. (Here
+    // `L0 / wavelen` rounded directly gives the same f32.)
     let span = (high as f64 - low as f64) as f32;
-    let smooth = (l0 as f32 / two_pi - low) / span;
+    let smooth = ((1.0 / two_pi) * l0 as f32 - low) / span;
+    assert_eq!((1.0 / two_pi) * l0 as f32, l0 as f32 / two_pi);
     assert!(smooth != 0.0);
     let want = (1.0 - smooth) / factor + smooth;
     let got = rope.inv_freq()[0];
