@@ -70,6 +70,8 @@ fn policy(b: Backend) -> (Policy, Policy) {
 fn cpu_supports(b: Backend) -> bool {
     match b.name() {
         "scalar" | "portable" => true,
+        // A `--cfg posenc_portable_only` build (mutation testing) has no SIMD tier.
+        _ if cfg!(posenc_portable_only) => false,
         #[cfg(target_arch = "x86_64")]
         "avx2" => {
             std::is_x86_feature_detected!("avx2")

@@ -400,6 +400,16 @@ fn unavailable_backends_are_refused() {
     println!("unavailable here: {:?}", unavailable());
 }
 
+/// Every backend this CPU has is accepted, and the rope then reports it: the backends give the
+/// same bits, so only the accessor tells that a test asked for `Scalar` and ran `Scalar`.
+#[test]
+fn available_backends_are_taken_as_asked() {
+    let r = rope(8, 8);
+    for b in Backend::available() {
+        assert_eq!(r.with_backend(b).unwrap().backend(), b);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // apply / apply_inverse
 // ---------------------------------------------------------------------------------------

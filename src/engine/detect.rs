@@ -57,6 +57,10 @@ fn features() -> u8 {
 
 #[cold]
 fn detect() -> u8 {
+    // `posenc_portable_only` builds no SIMD tier (see `dispatch`): none is offered.
+    if cfg!(posenc_portable_only) {
+        return 0;
+    }
     #[allow(unused_mut)]
     let mut f = 0;
     if cfg!(all(

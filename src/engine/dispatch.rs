@@ -7,14 +7,20 @@
 //! (`Avx2::new()` returns a token only where the CPU has the features), then runs the
 //! kernel inside its `#[target_feature]` entry function. Adding an operation needs no change
 //! here; adding a tier is one arm.
+//!
+//! Built with `--cfg posenc_portable_only` (a development switch, not a feature: mutation
+//! testing uses it, see CONTRIBUTING), the x86 and aarch64 arms fall back to the portable tier
+//! and their kernels are never instantiated, so a change to code every kernel inlines
+//! re-optimises two tiers instead of four; `Backend::available` then lists only `Scalar` and
+//! `Portable`.
 
-#[cfg(target_arch = "aarch64")]
+#[cfg(all(target_arch = "aarch64", not(posenc_portable_only)))]
 use super::aarch64::neon::Neon;
 use super::detect;
 use super::portable::Portable;
 use super::scalar::Scalar;
 use super::vector::Kernel;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(posenc_portable_only)))]
 use super::x86_64::{avx2::Avx2, avx512::Avx512};
 use crate::types::Backend;
 
@@ -26,12 +32,12 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
     match backend {
         Backend::Scalar => k.run(Scalar),
         Backend::Portable => k.run(Portable),
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", not(posenc_portable_only)))]
         Backend::Avx2 => match Avx2::new() {
             Some(t) => t.vectorize(k),
             None => k.run(Portable),
         },
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", not(posenc_portable_only)))]
         Backend::Avx512 => match Avx512::new() {
             Some(t) => match t.native_bf16() {
                 Some(t) if K::ROUNDS_TO_BF16 => t.vectorize(k),
@@ -39,14 +45,14 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
             },
             None => k.run(Portable),
         },
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(any(not(target_arch = "x86_64"), posenc_portable_only))]
         Backend::Avx2 | Backend::Avx512 => k.run(Portable),
-        #[cfg(target_arch = "aarch64")]
+        #[cfg(all(target_arch = "aarch64", not(posenc_portable_only)))]
         Backend::Neon => match Neon::new() {
             Some(t) => t.vectorize(k),
             None => k.run(Portable),
         },
-        #[cfg(not(target_arch = "aarch64"))]
+        #[cfg(any(not(target_arch = "aarch64"), posenc_portable_only))]
         Backend::Neon => k.run(Portable),
     }
 }

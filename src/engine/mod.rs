@@ -42,6 +42,7 @@
 //!   stands.
 
 #[cfg(target_arch = "aarch64")]
+#[cfg_attr(posenc_portable_only, allow(dead_code, unused_imports))]
 mod aarch64;
 pub(crate) mod angles;
 pub(crate) mod ceiling;
@@ -57,4 +58,5 @@ mod scalar;
 pub(crate) mod three_term;
 pub(crate) mod vector;
 #[cfg(target_arch = "x86_64")]
+#[cfg_attr(posenc_portable_only, allow(dead_code, unused_imports))]
 mod x86_64;

@@ -258,7 +258,10 @@ pub(crate) trait Kernel {
     type Output;
     /// Whether the operation rounds to bf16, so that a tier with a native bf16 conversion
     /// runs it with that conversion (a separate instantiation only for such kernels).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only x86-64 has such a tier
+    #[cfg_attr(
+        any(not(target_arch = "x86_64"), posenc_portable_only),
+        allow(dead_code)
+    )] // only x86-64 has such a tier
     const ROUNDS_TO_BF16: bool = false;
     /// Runs the operation with the vectors of `s`.
     fn run<S: Simd>(self, s: S) -> Self::Output;
