@@ -9,7 +9,7 @@
 //! ```
 
 use crate::error::Error;
-use crate::validate::table_pairs;
+use crate::validate::table_rows;
 #[cfg(feature = "rayon")]
 use core::ops::Range;
 
@@ -176,7 +176,7 @@ impl<'a> Table<'a> {
     /// assert!(Table::new(&[1.0; 6], &[0.0; 6], 4).is_err()); // 6 is not 4 whole rows
     /// ```
     pub fn new(cos: &'a [f32], sin: &'a [f32], tokens: usize) -> Result<Table<'a>, Error> {
-        table_pairs(cos.len(), sin.len(), tokens)?;
+        table_rows(cos.len(), sin.len(), tokens)?;
         Ok(Table { cos, sin, tokens })
     }
 

@@ -82,9 +82,9 @@ pub(crate) fn check_table(
 
 /// For a table whose length sets the rotary dim (`cos` and `sin` of `tokens × rotary_dim/2`
 /// each): checks that `sin` matches `cos` and that `cos` is a whole number of token rows
-/// (empty when there are no tokens), and returns `rotary_dim / 2` (0 for no tokens; not yet
-/// checked against `head_dim`).
-pub(crate) fn table_pairs(cos_len: usize, sin_len: usize, tokens: usize) -> Result<usize, Error> {
+/// (empty when there are no tokens). The rotary dim it implies is checked against a rope's
+/// when the table is used.
+pub(crate) fn table_rows(cos_len: usize, sin_len: usize, tokens: usize) -> Result<(), Error> {
     if sin_len != cos_len {
         return Err(Error::LengthMismatch {
             what: "sin",
@@ -102,7 +102,7 @@ pub(crate) fn table_pairs(cos_len: usize, sin_len: usize, tokens: usize) -> Resu
                 formula: Formula::NONE, // no tokens (x is empty): no table
             });
         }
-        return Ok(0);
+        return Ok(());
     }
     if !cos_len.is_multiple_of(tokens) {
         return Err(Error::NotWholeRows {
@@ -113,5 +113,5 @@ pub(crate) fn table_pairs(cos_len: usize, sin_len: usize, tokens: usize) -> Resu
             formula: Formula::two(&"rotary_dim/2 × tokens", [0, tokens]),
         });
     }
-    Ok(cos_len / tokens)
+    Ok(())
 }

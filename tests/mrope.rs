@@ -239,6 +239,22 @@ const VISION: Case = Case {
     base: 10_000.0,
 };
 
+/// Widths no model ships, chosen so the pair count (34, 18) is a multiple of no tier's lane
+/// count: the last vector of every head is a tail, where the axis of lanes past the last pair
+/// must not be read.
+const TAIL_MROPE: Case = Case {
+    name: "M-RoPE [10,12,12] d68 θ1e4 (vector tails)",
+    scheme: Scheme::Blocked([10, 12, 12]),
+    head_dim: 68,
+    base: 1e4,
+};
+const TAIL_VISION: Case = Case {
+    name: "2-D d36 θ1e4 (vector tails)",
+    scheme: Scheme::Vision,
+    head_dim: 36,
+    base: 1e4,
+};
+
 impl Case {
     fn rope(&self) -> Rope {
         let cfg =
@@ -336,6 +352,12 @@ fn qwen3_vl_interleaved_mrope_matches_the_formula() {
 #[test]
 fn qwen2_vl_vit_2d_rope_matches_the_formula() {
     run_all::<2>(&VISION);
+}
+
+#[test]
+fn widths_with_vector_tails_match_the_formula() {
+    run_all::<3>(&TAIL_MROPE);
+    run_all::<2>(&TAIL_VISION);
 }
 
 /// The axis pattern itself, spelled out for the real configs (a second, literal statement of
