@@ -20,7 +20,7 @@ use super::math::sin_cos;
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::Element;
 use crate::scaling::MAX_PAIRS;
-use crate::types::{Layout, Rounding};
+use crate::types::Layout;
 use core::mem::MaybeUninit;
 
 /// Pairs per table. A token's rotation works through its pairs `CHUNK` at a time (one chunk
@@ -87,7 +87,6 @@ pub(crate) struct Source<'a, S: Simd> {
     half: usize,
     cs: S::F,
     ss: S::F,
-    round: Rounding,
 }
 
 #[derive(Clone, Copy)]
@@ -127,7 +126,6 @@ impl<'a, S: Simd> Source<'a, S> {
         s: S,
         angles: &Angles<'a>,
         half: usize,
-        round: Rounding,
         scratch: &'a mut MaybeUninit<Padded>,
     ) -> Self {
         let (kind, cs, ss) = match *angles {
@@ -166,7 +164,6 @@ impl<'a, S: Simd> Source<'a, S> {
             half,
             cs: s.splat(cs),
             ss: s.splat(ss),
-            round,
         }
     }
 
@@ -242,8 +239,9 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
-    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes (never
-    /// when `ONCE`), rounded to `T` as HF rounds cos/sin to the model dtype.
+    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes (`ONCE`
+    /// false: `engine::rope` instantiates it for those modes only), rounded to `T` as HF rounds
+    /// cos/sin to the model dtype.
     #[inline(always)]
     pub(crate) fn block<T: Element, const IL: bool, const ONCE: bool>(
         &self,
@@ -255,7 +253,7 @@ impl<'a, S: Simd> Source<'a, S> {
     ) {
         let k = b * S::LANES;
         let (mut c, mut sn) = self.cos_sin(s, t, j0 + k);
-        if !ONCE && self.round != Rounding::Once {
+        if !ONCE {
             c = s.round_to::<T>(c);
             sn = s.round_to::<T>(sn);
         }
@@ -296,7 +294,7 @@ impl Kernel for CosSinTable<'_> {
             return;
         }
         let mut scratch = MaybeUninit::uninit();
-        let src = Source::new(s, &self.angles, half, Rounding::Once, &mut scratch);
+        let src = Source::new(s, &self.angles, half, &mut scratch);
         let l = S::LANES;
         for (t, (c, sn)) in self
             .cos

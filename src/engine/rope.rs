@@ -170,8 +170,9 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
         let job = self.job;
+        // half ≥ 1: a rope's rotary dim is at least 2 (`check_dims`).
         let half = job.rotary_dim / 2;
-        if job.tokens == 0 || half == 0 {
+        if job.tokens == 0 {
             return;
         }
         for t in self.targets.iter() {
@@ -203,7 +204,7 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
             }
         }
         let mut scratch = MaybeUninit::<Padded>::uninit();
-        let src = Source::new(s, &job.angles, half, job.round, &mut scratch);
+        let src = Source::new(s, &job.angles, half, &mut scratch);
         let run = Run {
             s,
             src: &src,
