@@ -40,7 +40,7 @@
 
 use super::angles::{CHUNK, Padded, Source, Tab, interleaved};
 use super::dispatch::dispatch;
-use super::job::{Job, NormKind, Target};
+use super::job::{Job, Norm, NormKind, Target};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::{Dtype, Element};
 use crate::types::{Backend, Rounding, View};
@@ -194,13 +194,10 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
                             t.dst().0.cast::<u8>().cast_const()
                         )
                 );
-                if let Some(n) = t.norm {
-                    let need = match n.kind {
-                        NormKind::Row => sv.n_heads.checked_mul(job.head_dim),
-                        _ => Some(job.head_dim),
-                    };
-                    assert!(need.is_some_and(|w| w <= n.weight.len()));
-                }
+                assert!(
+                    t.norm
+                        .is_none_or(|n| weight_fits(&n, sv.n_heads, job.head_dim))
+                );
             }
         }
         let mut scratch = MaybeUninit::<Padded>::uninit();
@@ -241,6 +238,16 @@ fn in_bounds(v: &View, job: &Job<'_>, len: usize) -> bool {
         .and_then(|a| a.checked_add(v.offset))
         .and_then(|a| a.checked_add(job.head_dim));
     window.is_some_and(|w| w <= job.head_dim) && end.is_some_and(|e| e <= len)
+}
+
+/// Whether norm `n`'s weight covers what it scales: a head (`head_dim` weights) or, for a
+/// row norm, all `n_heads` heads of a token.
+fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
+    let need = match n.kind {
+        NormKind::Row => n_heads.checked_mul(head_dim),
+        NormKind::Head | NormKind::HeadOnePlus => Some(head_dim),
+    };
+    need.is_some_and(|w| w <= n.weight.len())
 }
 
 /// One call's constants.
@@ -814,4 +821,125 @@ impl<S: Simd> Run<'_, S> {
 fn scale(sum: f64, n: usize, eps: f32) -> f32 {
     let mean = (sum / n as f64) as f32;
     1.0 / libm::sqrtf(mean + eps)
+}
+
+/// The kernel's own bounds checks, against the API layer's validation: they must refuse what
+/// it refuses, or the kernel's pointers could leave their buffer. The public API never lets
+/// such a call through, so only these tests reach the refusing side.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::job::Angles;
+    use crate::types::Layout;
+    extern crate std;
+
+    fn job(
+        first: usize,
+        tokens: usize,
+        offset: usize,
+        rotary_dim: usize,
+        head_dim: usize,
+    ) -> Job<'static> {
+        Job {
+            first,
+            tokens,
+            offset,
+            rotary_dim,
+            head_dim,
+            layout: Layout::RotateHalf,
+            angles: Angles::Table {
+                cos: &[],
+                sin: &[],
+                cs: 1.0,
+                ss: 1.0,
+            },
+            round: Rounding::Once,
+        }
+    }
+
+    /// The same statement in u128, where nothing overflows: the window lies in the head, and
+    /// the last element of the last head of the last token is inside the buffer.
+    fn truth(v: &View, j: &Job<'_>, len: usize) -> bool {
+        if j.tokens == 0 || v.n_heads == 0 {
+            return true;
+        }
+        let w = |x: usize| x as u128;
+        let end = w(v.offset)
+            + w(j.first + j.tokens - 1) * w(v.token_stride)
+            + w(v.n_heads - 1) * w(v.head_stride)
+            + w(j.head_dim);
+        w(j.offset) + w(j.rotary_dim) <= w(j.head_dim) && end <= w(len)
+    }
+
+    #[test]
+    fn in_bounds_is_exactly_the_last_head_inside() {
+        let big = usize::MAX / 3;
+        let mut checked = 0;
+        for n_heads in [0, 1, 3] {
+            for (first, tokens) in [(0, 0), (0, 1), (0, 4), (5, 2), (big, 2)] {
+                for (ts, hs) in [(0, 0), (8, 8), (24, 8), (8, 0), (big, 1), (1, big)] {
+                    for vo in [0, 3, big] {
+                        for (jo, rd, hd) in [(0, 8, 8), (2, 4, 8), (2, 8, 8), (0, 2, 4)] {
+                            let v = View {
+                                n_heads,
+                                token_stride: ts,
+                                head_stride: hs,
+                                offset: vo,
+                            };
+                            let j = job(first, tokens, jo, rd, hd);
+                            // Lengths around the exact end, and the extremes.
+                            let end = truth_end(&v, &j);
+                            for len in [
+                                0,
+                                1,
+                                end.saturating_sub(1),
+                                end,
+                                end.saturating_add(1),
+                                usize::MAX,
+                            ] {
+                                assert_eq!(
+                                    in_bounds(&v, &j, len),
+                                    truth(&v, &j, len),
+                                    "{v:?} {first} {tokens} {jo} {rd} {hd} len {len}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000);
+    }
+
+    /// The smallest length `truth` could accept (saturated to `usize::MAX`).
+    fn truth_end(v: &View, j: &Job<'_>) -> usize {
+        if j.tokens == 0 || v.n_heads == 0 {
+            return 0;
+        }
+        let w = |x: usize| x as u128;
+        let end = w(v.offset)
+            + w(j.first + j.tokens - 1) * w(v.token_stride)
+            + w(v.n_heads - 1) * w(v.head_stride)
+            + w(j.head_dim);
+        usize::try_from(end).unwrap_or(usize::MAX)
+    }
+
+    #[test]
+    fn a_norm_weight_covers_a_head_or_a_row() {
+        let w = [1.0f32; 24];
+        let norm = |kind, n| Norm {
+            kind,
+            weight: &w[..n],
+            eps: 1e-6,
+        };
+        for kind in [NormKind::Head, NormKind::HeadOnePlus] {
+            assert!(weight_fits(&norm(kind, 8), 3, 8));
+            assert!(!weight_fits(&norm(kind, 7), 3, 8));
+        }
+        assert!(weight_fits(&norm(NormKind::Row, 24), 3, 8));
+        assert!(!weight_fits(&norm(NormKind::Row, 23), 3, 8));
+        assert!(!weight_fits(&norm(NormKind::Row, 24), 4, 8));
+        assert!(!weight_fits(&norm(NormKind::Row, 24), usize::MAX, 2));
+    }
 }
