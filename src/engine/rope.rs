@@ -860,15 +860,25 @@ mod tests {
     /// The same statement in u128, where nothing overflows: the window lies in the head, and
     /// the last element of the last head of the last token is inside the buffer.
     fn truth(v: &View, j: &Job<'_>, len: usize) -> bool {
+        let w = |x: usize| x as u128;
+        match end(v, j) {
+            None => true,
+            Some(end) => w(j.offset) + w(j.rotary_dim) <= w(j.head_dim) && end <= w(len),
+        }
+    }
+
+    /// One past the last element of the last head the job touches (`None`: it touches none).
+    fn end(v: &View, j: &Job<'_>) -> Option<u128> {
         if j.tokens == 0 || v.n_heads == 0 {
-            return true;
+            return None;
         }
         let w = |x: usize| x as u128;
-        let end = w(v.offset)
-            + w(j.first + j.tokens - 1) * w(v.token_stride)
-            + w(v.n_heads - 1) * w(v.head_stride)
-            + w(j.head_dim);
-        w(j.offset) + w(j.rotary_dim) <= w(j.head_dim) && end <= w(len)
+        Some(
+            w(v.offset)
+                + w(j.first + j.tokens - 1) * w(v.token_stride)
+                + w(v.n_heads - 1) * w(v.head_stride)
+                + w(j.head_dim),
+        )
     }
 
     #[test]
@@ -888,7 +898,8 @@ mod tests {
                             };
                             let j = job(first, tokens, jo, rd, hd);
                             // Lengths around the exact end, and the extremes.
-                            let end = truth_end(&v, &j);
+                            let end =
+                                end(&v, &j).map_or(0, |e| usize::try_from(e).unwrap_or(usize::MAX));
                             for len in [
                                 0,
                                 1,
@@ -910,19 +921,6 @@ mod tests {
             }
         }
         assert!(checked > 1000);
-    }
-
-    /// The smallest length `truth` could accept (saturated to `usize::MAX`).
-    fn truth_end(v: &View, j: &Job<'_>) -> usize {
-        if j.tokens == 0 || v.n_heads == 0 {
-            return 0;
-        }
-        let w = |x: usize| x as u128;
-        let end = w(v.offset)
-            + w(j.first + j.tokens - 1) * w(v.token_stride)
-            + w(v.n_heads - 1) * w(v.head_stride)
-            + w(j.head_dim);
-        usize::try_from(end).unwrap_or(usize::MAX)
     }
 
     #[test]
