@@ -278,3 +278,24 @@ fn fairseq_positions_limit_counts_real_tokens_only() {
     posenc::fairseq_positions(&[5, 6, 7, 1], 1, max - 4, &mut out).unwrap();
     assert_eq!(out, [i32::MAX - 2, i32::MAX - 1, i32::MAX, 1]);
 }
+
+/// An odd width's last column is a zero of the table, and `add` adds it as any column is added:
+/// in f32, so `−0.0 + 0.0` is `+0.0` (IEEE 754 round-to-nearest) and a NaN stays NaN.
+#[test]
+fn add_adds_the_zero_column_of_an_odd_width() {
+    let pe = Sinusoidal::timestep(5, 10_000.0).unwrap();
+    for b in Backend::available() {
+        let pe = pe.with_backend(b).unwrap();
+        // Two rows of 5: row 0 all −0.0, row 1 ones and a NaN in its last column.
+        let mut x = [-0.0f32; 10];
+        x[5..9].fill(1.0);
+        x[9] = f32::NAN;
+        pe.add(&mut x, &[3, 4]).unwrap();
+        assert_eq!(
+            x[4].to_bits(),
+            0.0f32.to_bits(),
+            "{b:?}: −0.0 + 0.0 in the last column"
+        );
+        assert!(x[9].is_nan(), "{b:?}: NaN + 0.0 in the last column");
+    }
+}
