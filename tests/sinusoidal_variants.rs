@@ -299,3 +299,65 @@ fn add_adds_the_zero_column_of_an_odd_width() {
         assert!(x[9].is_nan(), "{b:?}: NaN + 0.0 in the last column");
     }
 }
+
+/// `fill` zeroes the padding row wherever it falls in the filled range and writes nothing
+/// else differently: every other row is bitwise the row of the same table without a padding
+/// row (a `fill` row depends on its position alone), and a padding row just outside the
+/// range (before its first row or one past its last) changes nothing.
+#[test]
+fn fill_zeroes_the_padding_row_wherever_it_falls() {
+    fn check<T: Element>(b: Backend, d: usize, first: u32, rows: usize) {
+        let plain = Sinusoidal::fairseq(d, None)
+            .unwrap()
+            .with_backend(b)
+            .unwrap();
+        let mut want = vec![T::from_f32(f32::NAN); rows * d];
+        plain.fill(&mut want, first).unwrap();
+        let last = first + rows as u32 - 1;
+        for pad in [first - 1, first, first + 3, last, last + 1] {
+            let pe = Sinusoidal::fairseq(d, Some(pad))
+                .unwrap()
+                .with_backend(b)
+                .unwrap();
+            let mut out = vec![T::from_f32(f32::NAN); rows * d];
+            pe.fill(&mut out, first).unwrap();
+            for r in 0..rows {
+                let (got, row) = (&out[r * d..(r + 1) * d], &want[r * d..(r + 1) * d]);
+                let p = first + r as u32;
+                for (c, (&g, &w)) in got.iter().zip(row).enumerate() {
+                    let w = if p == pad { 0.0 } else { w.to_f32() };
+                    assert_eq!(
+                        g.to_f32().to_bits(),
+                        w.to_bits(),
+                        "{b:?} {:?} d={d} first={first} pad={pad}: row {p} col {c}",
+                        T::DTYPE
+                    );
+                }
+            }
+        }
+    }
+    for b in Backend::available() {
+        // Inside one anchor block, and across the block boundary at 512.
+        for (first, rows) in [(300, 20), (500, 20)] {
+            check::<f32>(b, 12, first, rows);
+            check::<bf16>(b, 13, first, rows);
+        }
+    }
+}
+
+/// A table's `Debug` names what defines it (width, frequencies, layout, padding row) and
+/// leaves out the frequency cache it keeps (hundreds of numbers that are a function of those).
+#[test]
+fn debug_names_the_table_not_its_cache() {
+    let pe = Sinusoidal::fairseq(6, Some(1)).unwrap();
+    let s = format!("{pe:?}");
+    for part in [
+        "d_model: 6",
+        "pairs: 3",
+        "layout: Split",
+        "padding: Some(1)",
+    ] {
+        assert!(s.contains(part), "{part:?} missing from {s}");
+    }
+    assert!(s.len() < 300, "the cache leaked into Debug: {s}");
+}

@@ -10,19 +10,19 @@
 //! ```
 
 use super::recurrence::SIN_CHUNK;
-use super::spec::{Rows, SinSpec, sin_columns};
+use super::spec::{At, SinSpec, sin_columns};
 use crate::element::Element;
 use crate::engine::math::sin_cos;
 use crate::engine::vector::{MAX_LANES, Simd, pad};
 use crate::types::SinusoidalLayout;
 
-/// Fills (or adds to) `out`, whole rows of `rows`, by the direct method.
+/// Fills (or adds to) `out`, whole rows at `at`, by the direct method.
 #[inline(always)]
 pub(crate) fn fill<S: Simd, T: Element>(
     s: S,
     out: &mut [T],
     spec: &SinSpec,
-    rows: Rows<'_>,
+    at: At<'_>,
     add: bool,
 ) {
     let d = spec.d_model;
@@ -35,7 +35,7 @@ pub(crate) fn fill<S: Simd, T: Element>(
         let n = SIN_CHUNK.min(spec.pairs - i0);
         spec.frequencies(i0, &mut w[..n]);
         for (r, row) in out.chunks_exact_mut(d).enumerate() {
-            let (p, pad) = rows.position(r, spec.padding);
+            let (p, pad) = at.position(r, spec.padding);
             let (sn, c) = if pad {
                 (&zeros[..n], &zeros[..n])
             } else {

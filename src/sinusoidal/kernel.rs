@@ -15,52 +15,27 @@ pub(crate) fn sinusoids<T: Element>(
     out: &mut [T],
     spec: &SinSpec,
     rows: Rows<'_>,
-    add: bool,
 ) {
     match T::DTYPE {
-        Dtype::F32 => sinusoids_f32(backend, retype(out), spec, rows, add),
-        Dtype::F16 => sinusoids_f16(backend, retype(out), spec, rows, add),
-        Dtype::Bf16 => sinusoids_bf16(backend, retype(out), spec, rows, add),
+        Dtype::F32 => sinusoids_f32(backend, retype(out), spec, rows),
+        Dtype::F16 => sinusoids_f16(backend, retype(out), spec, rows),
+        Dtype::Bf16 => sinusoids_bf16(backend, retype(out), spec, rows),
     }
 }
 
 #[inline(never)]
-fn sinusoids_f32(b: Backend, out: &mut [f32], spec: &SinSpec, rows: Rows<'_>, add: bool) {
-    dispatch(
-        b,
-        Sinusoids {
-            out,
-            spec,
-            rows,
-            add,
-        },
-    )
+fn sinusoids_f32(b: Backend, out: &mut [f32], spec: &SinSpec, rows: Rows<'_>) {
+    dispatch(b, Sinusoids { out, spec, rows })
 }
 
 #[inline(never)]
-fn sinusoids_f16(b: Backend, out: &mut [half::f16], spec: &SinSpec, rows: Rows<'_>, add: bool) {
-    dispatch(
-        b,
-        Sinusoids {
-            out,
-            spec,
-            rows,
-            add,
-        },
-    )
+fn sinusoids_f16(b: Backend, out: &mut [half::f16], spec: &SinSpec, rows: Rows<'_>) {
+    dispatch(b, Sinusoids { out, spec, rows })
 }
 
 #[inline(never)]
-fn sinusoids_bf16(b: Backend, out: &mut [half::bf16], spec: &SinSpec, rows: Rows<'_>, add: bool) {
-    dispatch(
-        b,
-        Sinusoids {
-            out,
-            spec,
-            rows,
-            add,
-        },
-    )
+fn sinusoids_bf16(b: Backend, out: &mut [half::bf16], spec: &SinSpec, rows: Rows<'_>) {
+    dispatch(b, Sinusoids { out, spec, rows })
 }
 
 /// Fills (or adds to) `out`, whole rows of `rows` (validated by the caller).
@@ -68,7 +43,6 @@ pub(crate) struct Sinusoids<'a, T> {
     pub out: &'a mut [T],
     pub spec: &'a SinSpec,
     pub rows: Rows<'a>,
-    pub add: bool,
 }
 
 impl<T: Element> Kernel for Sinusoids<'_, T> {
@@ -77,20 +51,21 @@ impl<T: Element> Kernel for Sinusoids<'_, T> {
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let Sinusoids {
-            out,
-            spec,
-            rows,
-            add,
-        } = self;
+        let Sinusoids { out, spec, rows } = self;
         if out.is_empty() {
             return; // no rows: nothing to compute, however wide the rows would be
         }
         let d = spec.d_model;
-        match (rows, add) {
-            (Rows::From(first), false) => recurrence::fill(s, out, spec, first),
-            _ => direct::fill(s, out, spec, rows, add),
-        }
+        let add = match rows {
+            Rows::From(first) => {
+                recurrence::fill(s, out, spec, first);
+                false
+            }
+            Rows::Each { at, add } => {
+                direct::fill(s, out, spec, at, add);
+                add
+            }
+        };
         if 2 * spec.pairs < d {
             // An odd width's last column is zero (fairseq and timestep embeddings pad it).
             for row in out.chunks_exact_mut(d) {

@@ -14,7 +14,7 @@ use crate::engine::dispatch::is_available;
 use crate::error::{Error, Formula};
 use crate::trig;
 use crate::types::{Backend, SinusoidalLayout};
-use spec::{Rows, SinSpec};
+use spec::{At, Rows, SinSpec};
 
 /// The largest position or time magnitude a sinusoidal table accepts: 2^26. Its largest
 /// frequency is `ω_0 = base^0 = 1`, so this keeps every angle within the accuracy contract's
@@ -223,8 +223,8 @@ impl Sinusoidal {
         Some(w[0])
     }
 
-    fn run<T: Element>(&self, out: &mut [T], rows: Rows<'_>, add: bool) {
-        kernel::sinusoids(self.backend, out, &self.spec, rows, add);
+    fn run<T: Element>(&self, out: &mut [T], rows: Rows<'_>) {
+        kernel::sinusoids(self.backend, out, &self.spec, rows);
     }
 
     /// Fills `out` (`rows × d_model`) with the rows of positions `first_position ..`.
@@ -262,7 +262,7 @@ impl Sinusoidal {
     /// ```
     pub fn fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
         self.check_fill(out.len(), first_position)?;
-        self.run(out, Rows::From(first_position), false);
+        self.run(out, Rows::From(first_position));
         Ok(())
     }
 
@@ -338,7 +338,13 @@ impl Sinusoidal {
         positions: &[i32],
     ) -> Result<(), Error> {
         self.check_positions(out.len(), "out", positions)?;
-        self.run(out, Rows::List(positions), false);
+        self.run(
+            out,
+            Rows::Each {
+                at: At::Positions(positions),
+                add: false,
+            },
+        );
         Ok(())
     }
 
@@ -357,7 +363,13 @@ impl Sinusoidal {
     /// ```
     pub fn add<T: Element>(&self, x: &mut [T], positions: &[i32]) -> Result<(), Error> {
         self.check_positions(x.len(), "x", positions)?;
-        self.run(x, Rows::List(positions), true);
+        self.run(
+            x,
+            Rows::Each {
+                at: At::Positions(positions),
+                add: true,
+            },
+        );
         Ok(())
     }
 
@@ -388,7 +400,13 @@ impl Sinusoidal {
                 value: t as f64,
             });
         }
-        self.run(out, Rows::Times(times), false);
+        self.run(
+            out,
+            Rows::Each {
+                at: At::Times(times),
+                add: false,
+            },
+        );
         Ok(())
     }
 }

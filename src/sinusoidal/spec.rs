@@ -3,24 +3,29 @@
 
 use crate::types::SinusoidalLayout;
 
-/// Rows of a sinusoidal call: a run of consecutive positions, a list, or real-valued times.
+/// Rows of a sinusoidal call: a run of consecutive positions (`fill`, by the recurrence), or
+/// rows given one by one and computed directly, written or added to (`add`).
 #[derive(Clone, Copy)]
 pub(crate) enum Rows<'a> {
     From(u32),
-    List(&'a [i32]),
+    Each { at: At<'a>, add: bool },
+}
+
+/// Rows given one by one: integer positions, or real-valued times.
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    Positions(&'a [i32]),
     Times(&'a [f32]),
 }
 
-impl Rows<'_> {
-    /// The position of row `r`, and whether it is the padding row.
+impl At<'_> {
+    /// The position (or time) of row `r`, and whether it is the padding row (times never are).
     #[inline(always)]
     pub(crate) fn position(&self, r: usize, padding: Option<i32>) -> (f64, bool) {
-        let (p, int) = match *self {
-            Rows::From(first) => (first as i64 + r as i64, true),
-            Rows::List(p) => (p[r] as i64, true),
-            Rows::Times(t) => return (t[r] as f64, false),
-        };
-        (p as f64, int && padding.is_some_and(|pad| pad as i64 == p))
+        match *self {
+            At::Positions(p) => (p[r] as f64, padding == Some(p[r])),
+            At::Times(t) => (t[r] as f64, false),
+        }
     }
 }
 
@@ -123,5 +128,42 @@ pub(crate) fn sin_columns(layout: SinusoidalLayout, pairs: usize, i: usize) -> (
         SinusoidalLayout::Interleaved => (2 * i, 2 * i + 1),
         SinusoidalLayout::Split => (i, pairs + i),
         SinusoidalLayout::SplitCosFirst => (pairs + i, i),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pow` restarts at every index that is a multiple of 8, counted from 0, so a call that
+    /// starts at any multiple of 8 gives bitwise the values of one call over everything: what
+    /// [`SinSpec::frequencies`] (cache or not) and the recurrence's chunks rely on.
+    #[test]
+    fn pow_restarts_every_eighth_index_from_zero() {
+        for (base, den) in [(10_000.0, 63.0), (10_000.0, 32.0), (10_000.0, 255.0)] {
+            let mut whole = [0.0f64; 200];
+            sin_frequencies(base, den, 0, &mut whole);
+            for i in (0..200).step_by(8) {
+                let w = libm::pow(base, -(i as f64) / den);
+                assert_eq!(
+                    whole[i].to_bits(),
+                    w.to_bits(),
+                    "base {base} den {den}: ω_{i}"
+                );
+            }
+            for i0 in (0..200).step_by(64) {
+                let n = 64.min(200 - i0);
+                let mut part = [0.0f64; 64];
+                sin_frequencies(base, den, i0, &mut part[..n]);
+                for k in 0..n {
+                    assert_eq!(
+                        part[k].to_bits(),
+                        whole[i0 + k].to_bits(),
+                        "base {base} den {den}: ω_{} from a call at {i0}",
+                        i0 + k
+                    );
+                }
+            }
+        }
     }
 }
