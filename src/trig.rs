@@ -341,6 +341,25 @@ mod tests {
         }
     }
 
+    /// `poly64` is fdlibm's `__kernel_sin` / `__kernel_cos` with no tail, operation for
+    /// operation: bitwise what the `libm` crate (a separate port of fdlibm) returns from `sin`
+    /// and `cos` for 2^-26 ≤ |r| ≤ π/4, where those call the same kernels directly (below
+    /// 2^-26 they return `r` and 1 early).
+    #[test]
+    fn poly64_is_fdlibms_kernel_bit_for_bit() {
+        let q = core::f64::consts::FRAC_PI_4;
+        let n = 20_000;
+        for i in 0..=n {
+            let r = -q + 2.0 * q * i as f64 / n as f64;
+            if r.abs() < 1.0 / (1u64 << 26) as f64 {
+                continue;
+            }
+            let (s, c) = poly64(r);
+            assert_eq!(s.to_bits(), libm::sin(r).to_bits(), "sin({r})");
+            assert_eq!(c.to_bits(), libm::cos(r).to_bits(), "cos({r})");
+        }
+    }
+
     /// The f64 start values of the sinusoidal recurrence: every quadrant, and angles up to
     /// 1e8, within 4e-16 of the platform's `sin`/`cos` of the same f64 angle.
     #[test]
