@@ -81,7 +81,7 @@ pub(crate) fn validate(
                 let rb = (b.offset, end(b, tokens, head_dim)?);
                 let disjoint_ranges = ra.1 <= rb.0 || rb.1 <= ra.0;
                 if !disjoint_ranges
-                    && !interleaved_disjoint(a, b, tokens, head_dim)
+                    && !interleaved_disjoint(a, b, head_dim)
                     && !lattice_disjoint(a, b, tokens, head_dim)
                 {
                     return Err(overlap(i, j));
@@ -111,9 +111,8 @@ fn lattice_disjoint(a: &View, b: &View, tokens: usize, head_dim: usize) -> bool 
     if g == 0 {
         return false; // one head of one token each: the range test already decided
     }
-    if head_dim > g {
-        return false;
-    }
+    // `d`: how far b's arc starts after a's, around the circle (`d < g`). Both arcs fit
+    // apart only if `d ≥ head_dim` and `g − d ≥ head_dim`, which also refuses `g < 2·head_dim`.
     let (oa, ob) = (a.offset % g, b.offset % g);
     let d = if ob >= oa { ob - oa } else { ob + (g - oa) };
     d >= head_dim && g - d >= head_dim
@@ -129,7 +128,7 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 /// Two views with the same token stride whose per-token footprints (`offset mod stride`,
 /// width `(n_heads − 1)·head_stride + head_dim`) fit in one stride and do not meet on the
 /// circle of length `stride`: then no head of one meets a head of the other.
-fn interleaved_disjoint(a: &View, b: &View, tokens: usize, head_dim: usize) -> bool {
+fn interleaved_disjoint(a: &View, b: &View, head_dim: usize) -> bool {
     let ts = a.token_stride;
     if ts != b.token_stride || ts == 0 {
         return false;
@@ -142,12 +141,10 @@ fn interleaved_disjoint(a: &View, b: &View, tokens: usize, head_dim: usize) -> b
     let (Some(wa), Some(wb)) = (width(a), width(b)) else {
         return false;
     };
-    if tokens > 1 && (wa > ts || wb > ts) {
-        return false;
-    }
-    // In u128: `ob + ts − oa` may not fit a usize when the stride is huge.
+    // `d`: how far b's footprint starts after a's around the circle (`d < ts`). They fit
+    // apart only if `d ≥ wa` and `ts − d ≥ wb`, which also refuses a footprint wider than
+    // the stride. In u128: `b.offset + ts` may not fit a usize when the stride is huge.
     let (ts, wa, wb) = (ts as u128, wa as u128, wb as u128);
-    let (oa, ob) = (a.offset as u128 % ts, b.offset as u128 % ts);
-    let d = (ob + ts - oa) % ts;
+    let d = (b.offset as u128 + ts - a.offset as u128 % ts) % ts;
     d >= wa && ts - d >= wb
 }

@@ -290,3 +290,26 @@ fn equals_rope_new_when_fed_its_inv_freq() {
         }
     }
 }
+
+/// A rope's `Debug` shows its configuration and the frequencies as used (the `rotary_dim / 2`
+/// live ones, not the unused rest of the fixed array behind them).
+#[test]
+fn debug_shows_the_configuration_and_the_live_frequencies() {
+    let rope = Rope::new(
+        &RopeConfig::new(8, 10_000.0, Layout::Interleaved)
+            .rotary_dim(4)
+            .rotary_offset(2),
+    )
+    .unwrap();
+    let s = format!("{rope:?}");
+    for part in [
+        "head_dim: 8",
+        "rotary_dim: 4",
+        "rotary_offset: 2",
+        "layout: Interleaved",
+        "attention_factor: 1.0",
+        "inv_freq: [1.0, 0.01]",
+    ] {
+        assert!(s.contains(part), "{part:?} missing from {s}");
+    }
+}

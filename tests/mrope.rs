@@ -248,6 +248,13 @@ const TAIL_MROPE: Case = Case {
     head_dim: 68,
     base: 1e4,
 };
+/// The widest head posenc takes (256 pairs): every pair has its own axis entry.
+const WIDEST_MROPE: Case = Case {
+    name: "M-RoPE [64,96,96] d512 θ1e6 (widest head)",
+    scheme: Scheme::Blocked([64, 96, 96]),
+    head_dim: 512,
+    base: 1e6,
+};
 const TAIL_VISION: Case = Case {
     name: "2-D d36 θ1e4 (vector tails)",
     scheme: Scheme::Vision,
@@ -360,6 +367,11 @@ fn widths_with_vector_tails_match_the_formula() {
     run_all::<2>(&TAIL_VISION);
 }
 
+#[test]
+fn the_widest_head_matches_the_formula() {
+    run_all::<3>(&WIDEST_MROPE);
+}
+
 /// The axis pattern itself, spelled out for the real configs (a second, literal statement of
 /// the rule, independent of `Scheme::pair`'s arithmetic).
 #[test]
@@ -384,6 +396,14 @@ fn axis_patterns_are_the_published_ones() {
             "vision pair {j}"
         );
     }
+    // The rope reports the axes it was built with.
+    assert_eq!(
+        QWEN2_VL.rope().axes(),
+        Axes::MRope {
+            sections: [16, 24, 24]
+        }
+    );
+    assert_eq!(VISION.rope().axes(), Axes::Vision2d);
     // And the frequencies posenc uses: M-RoPE keeps the plain ones, Vision2d resets per half.
     let plain = Rope::new(&RopeConfig::new(128, 1e6, Layout::RotateHalf)).unwrap();
     assert_eq!(QWEN2_VL.rope().inv_freq(), plain.inv_freq());

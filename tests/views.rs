@@ -1063,6 +1063,13 @@ fn validation_boundaries_accepted() {
     ok(&[v(2, 32, 8, 0), v(2, 32, 8, 16)], 3, 96);
     // The K view wraps around the token stride: its heads end where the next token's Q begins.
     ok(&[v(2, 32, 8, 8), v(1, 32, 8, 28)], 3, 96 + 8);
+    // Accepted by the lattice alone (ranges overlap; the token strides differ, or the
+    // footprints do not fit one): a stride the view never steps by plays no part, neither
+    // the token stride of one token nor the head stride of one head. One token, Q and K
+    // heads alternating, an odd token stride:
+    ok(&[v(2, 1, 2 * HD, 0), v(2, 1, 2 * HD, HD)], 1, 4 * HD);
+    // One head each, token strides 2·hd and 4·hd, an odd head stride:
+    ok(&[v(1, 2 * HD, 1, 0), v(1, 4 * HD, 1, HD)], 2, 6 * HD);
     ok(&[], 3, 48);
     ok(&[v(1, 0, 0, 5)], 1, 13);
     ok(&[v(3, 0, 0, 0)], 0, 0);
