@@ -319,15 +319,18 @@ mod tests {
         assert_eq!(check_positions("p", &[i32::MIN, i32::MAX], 0.0), Ok(()));
     }
 
+    /// 20,001 evenly spaced points of `[−π/4, π/4]`, both ends included.
+    fn reduced_range() -> impl Iterator<Item = f64> {
+        let (q, n) = (core::f64::consts::FRAC_PI_4, 20_000);
+        (0..=n).map(move |i| -q + 2.0 * q * i as f64 / n as f64)
+    }
+
     /// fdlibm's kernels in f64 against the platform's `sin`/`cos` (an independent
     /// implementation, correctly rounded or within an ulp): within 2 ulps over the whole
     /// reduced range, ends included, where every coefficient shows.
     #[test]
     fn poly64_is_within_two_ulps_on_the_reduced_range() {
-        let q = core::f64::consts::FRAC_PI_4;
-        let n = 20_000;
-        for i in 0..=n {
-            let r = -q + 2.0 * q * i as f64 / n as f64;
+        for r in reduced_range() {
             let (s, c) = poly64(r);
             let (ts, tc) = (r.sin(), r.cos());
             assert!(
@@ -347,13 +350,7 @@ mod tests {
     /// 2^-26 they return `r` and 1 early).
     #[test]
     fn poly64_is_fdlibms_kernel_bit_for_bit() {
-        let q = core::f64::consts::FRAC_PI_4;
-        let n = 20_000;
-        for i in 0..=n {
-            let r = -q + 2.0 * q * i as f64 / n as f64;
-            if r.abs() < 1.0 / (1u64 << 26) as f64 {
-                continue;
-            }
+        for r in reduced_range().filter(|r| r.abs() >= 1.0 / (1u64 << 26) as f64) {
             let (s, c) = poly64(r);
             assert_eq!(s.to_bits(), libm::sin(r).to_bits(), "sin({r})");
             assert_eq!(c.to_bits(), libm::cos(r).to_bits(), "cos({r})");
