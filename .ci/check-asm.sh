@@ -40,13 +40,14 @@ target=${ASM_TARGET_DIR:-$PWD/target/asm-probe}
 probe=.ci/asm-probe
 # Pin the probe's dependencies to the crate's own lock (cargo trims what it does not use).
 [ -f "$probe/Cargo.lock" ] || cp Cargo.lock "$probe/Cargo.lock"
-RUSTFLAGS="-C symbol-mangling-version=v0" \
-  cargo build --quiet --release --manifest-path "$probe/Cargo.toml" --target-dir "$target"
-x86_bin=$target/release/posenc-asm-probe
+# Both targets in one cargo invocation: each target's posenc is one long serial compile, and
+# built side by side they take the two cores together (about 3/4 of the time of one after the
+# other, measured with `cargo build --timings`).
 RUSTFLAGS="-C symbol-mangling-version=v0" \
   CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
   cargo build --quiet --release --manifest-path "$probe/Cargo.toml" --target-dir "$target" \
-  --target aarch64-unknown-linux-gnu
+  --target x86_64-unknown-linux-gnu --target aarch64-unknown-linux-gnu
+x86_bin=$target/x86_64-unknown-linux-gnu/release/posenc-asm-probe
 arm_bin=$target/aarch64-unknown-linux-gnu/release/posenc-asm-probe
 
 work=$(mktemp -d)
