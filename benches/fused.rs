@@ -10,6 +10,10 @@
 //!   RoPE pass: the norm pass is posenc's own fused kernel run from a table of position 0
 //!   (cos 1, sin 0: the norm and a pass over memory, SIMD), the RoPE pass `apply_qk`;
 //! * backward against forward (`apply_backward` vs `apply`, Q and K, f32 and bf16).
+//!
+//! Rotate-into and apply-then-copy run both from positions and from a `Table` computed once
+//! (the angles-once path a runtime takes per forward). Arguments name the sections to run:
+//! `cargo bench --bench fused -- into qknorm backward`.
 
 use half::slice::HalfFloatSliceExt;
 use posenc::{Backend, Element, Layout, RmsNorm, Rope, RopeConfig, View, bf16, f16};
@@ -95,8 +99,28 @@ fn into<O: Convert>(tokens: usize, name: &str) {
         rope.apply_into(black_box(&src[..]), NKV, &mut cache3[..], view, &pos[..])
             .unwrap()
     };
+    // The same two from angles computed once (a `Table`), as a runtime does per forward.
+    let mut buf = vec![0f32; rope.table_len(tokens)];
+    let table = rope.table(&pos[..], &mut buf).unwrap();
+    let mut cache4 = vec![O::from_f32(0.0); tokens * NKV * HD];
+    let mut k2 = src.clone();
+    let mut apply_copy_t = || {
+        rope.apply(black_box(&mut k2[..]), NKV, table).unwrap();
+        O::convert(&mut cache4[..], &k2[..]);
+    };
+    let mut cache5 = vec![O::from_f32(0.0); tokens * NKV * HD];
+    let mut fused_t = || {
+        rope.apply_into(black_box(&src[..]), NKV, &mut cache5[..], view, table)
+            .unwrap()
+    };
     let (m, r) = race(
-        &mut [&mut convert, &mut apply_copy, &mut fused],
+        &mut [
+            &mut convert,
+            &mut apply_copy,
+            &mut fused,
+            &mut apply_copy_t,
+            &mut fused_t,
+        ],
         reps(tokens),
     );
     println!(
@@ -108,6 +132,16 @@ fn into<O: Convert>(tokens: usize, name: &str) {
         r[2].0,
         r[2].1,
         m[1] / m[2],
+    );
+    println!(
+        "| into f32→{name}, table | {tokens} | convert {:.1} µs | apply+copy {:.1} µs | into {:.1} µs | into/convert {:.2} ({:.2}–{:.2}) | apply+copy/into {:.2} |",
+        m[0] * 1e6,
+        m[3] * 1e6,
+        m[4] * 1e6,
+        m[4] / m[0],
+        r[4].0,
+        r[4].1,
+        m[3] / m[4],
     );
 }
 
@@ -189,16 +223,28 @@ fn main() {
         "backend {}; medians of {ROUNDS} alternating rounds; (min–max of the per-round ratio)",
         Backend::active().name()
     );
+    // An argument (`cargo bench --bench fused -- into`) runs only the sections it names.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let on = |s: &str| only.is_empty() || only.iter().any(|o| o == s);
     for tokens in [64, 512, 4096] {
-        into::<bf16>(tokens, "bf16");
-        into::<f16>(tokens, "f16");
+        if on("into") {
+            into::<bf16>(tokens, "bf16");
+            into::<f16>(tokens, "f16");
+        }
     }
     for tokens in [64, 512, 4096] {
-        qknorm::<f32>(tokens, "f32");
-        qknorm::<bf16>(tokens, "bf16");
+        if on("qknorm") {
+            qknorm::<f32>(tokens, "f32");
+            qknorm::<bf16>(tokens, "bf16");
+        }
     }
     for tokens in [64, 512, 4096] {
-        backward::<f32>(tokens, "f32");
-        backward::<bf16>(tokens, "bf16");
+        if on("backward") {
+            backward::<f32>(tokens, "f32");
+            backward::<bf16>(tokens, "bf16");
+        }
     }
 }

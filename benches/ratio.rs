@@ -16,6 +16,8 @@
 //! bytes), and the 16-bit time over f32's for the same elements. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`).
 //! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
+//! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
+//! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
 
 use posenc::bench::memory_ceiling_pass;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
@@ -60,7 +62,9 @@ mod bytes16 {
     pub fn pass(x: &mut [u16]) {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512bw") {
+            if std::arch::is_x86_feature_detected!("avx512bw")
+                && super::backend() != posenc::Backend::Avx2
+            {
                 // SAFETY: the CPU has AVX-512BW (and so AVX-512F and AVX2), checked above.
                 return unsafe { avx512(x) };
             }
@@ -73,10 +77,21 @@ mod bytes16 {
     }
 }
 
+/// The backend timed: `POSENC_BENCH_BACKEND` by name, else the active one.
+fn backend() -> Backend {
+    static CHOSEN: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| match std::env::var("POSENC_BENCH_BACKEND") {
+        Ok(name) => Backend::available()
+            .find(|b| b.name() == name)
+            .unwrap_or_else(|| panic!("POSENC_BENCH_BACKEND={name}: not available here")),
+        Err(_) => Backend::active(),
+    })
+}
+
 /// The bytes ceiling of a buffer of `T`: no conversion, the cheapest op of its width.
 fn bytes_ceiling<T: Element>(x: &mut [T]) {
     if T::DTYPE.size_bytes() == 4 {
-        memory_ceiling_pass(Backend::active(), x, -1.0, 3.0).unwrap();
+        memory_ceiling_pass(backend(), x, -1.0, 3.0).unwrap();
     } else {
         assert_eq!(size_of::<T>(), 2);
         // SAFETY: `T` is a 16-bit element (f16 or bf16, plain bits, any pattern valid as u16
@@ -96,7 +111,9 @@ struct Times {
 }
 
 fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
-    let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout)).unwrap();
+    let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout))
+        .and_then(|r| r.with_backend(backend()))
+        .unwrap();
     let fresh: Vec<T> = (0..tokens * 32 * 128)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
@@ -105,7 +122,7 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
     let mut buf = vec![0f32; rope.table_len(tokens)];
     let table = rope.table(&pos, &mut buf).unwrap();
     let reps = (8192 / tokens).max(2);
-    let b = Backend::active();
+    let b = backend();
     let (mut ta, mut tt, mut tb, mut tc) = (vec![], vec![], vec![], vec![]);
     for _ in 0..41 {
         // The integer pass drifts the 16-bit values into NaNs and infinities; start each round
@@ -131,7 +148,9 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
 
 /// Returns (plain write, fill) in µs for a 4096 × 512 table.
 fn run_sin<T: Element>(layout: SinusoidalLayout) -> (f64, f64) {
-    let pe = Sinusoidal::new(512, 10_000.0, layout).unwrap();
+    let pe = Sinusoidal::new(512, 10_000.0, layout)
+        .and_then(|p| p.with_backend(backend()))
+        .unwrap();
     let mut out: Vec<T> = vec![T::from_f32(0.0); 4096 * 512];
     let v = T::from_f32(0.5);
     let (mut tw, mut tf) = (vec![], vec![]);
@@ -149,7 +168,7 @@ fn main() {
     println!(
         "backend {}; ns per token-head (128 dims), medians of 41 alternating rounds; \
          ratio = bytes-ceiling time / time",
-        Backend::active().name()
+        backend().name()
     );
     println!(
         "| tokens | layout | dtype | apply / table / bytes ceiling ns | apply ratio | table ratio \
