@@ -906,3 +906,59 @@ fn sinusoidal_fill_long_runs_vs_scalar() {
         }
     }
 }
+
+/// A call whose heads outgrow the caches (past 12 MiB) rotates rotate_half heads read from f32
+/// one per pass instead of two (`engine::rope`, `PAIR_HEADS_BYTES`): bit for bit the rows of the
+/// same heads rotated in small calls (which take two per pass, and which the tests above hold
+/// to `Scalar`), on every backend, in place and into a bf16 cache.
+#[test]
+fn calls_past_the_cache_match_small_calls() {
+    use posenc::View;
+    // 800 tokens × 32 heads × 128 f32 = 12.5 MiB in place; into bf16, 18.75 MiB.
+    let (hd, heads, tokens, piece) = (128, 32, 800, 16);
+    let n = tokens * heads * hd;
+    let mut rng = Rng::new(0x5eed_1a7e);
+    let x: Vec<f32> = (0..n).map(|_| (8.0 * rng.unit() - 4.0) as f32).collect();
+    let pos: Vec<i32> = (0..tokens as i32).map(|p| 7 * p + 3).collect();
+    let view = View::token_major(heads, hd);
+    for backend in available() {
+        let rope = Rope::new(&RopeConfig::new(hd, 5e5, Layout::RotateHalf))
+            .unwrap()
+            .with_backend(backend)
+            .unwrap();
+        let (mut whole, mut pieces) = (x.clone(), x.clone());
+        rope.apply(&mut whole, heads, &pos).unwrap();
+        for (rows, p) in pieces.chunks_mut(piece * heads * hd).zip(pos.chunks(piece)) {
+            rope.apply(rows, heads, p).unwrap();
+        }
+        let differ = whole
+            .iter()
+            .zip(&pieces)
+            .filter(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(
+            differ.count(),
+            0,
+            "{backend:?}: in place, one call vs pieces"
+        );
+
+        let (mut whole, mut pieces) = (vec![bf16::ZERO; n], vec![bf16::ZERO; n]);
+        rope.apply_into(&x, heads, &mut whole, view, &pos).unwrap();
+        let src = x.chunks(piece * heads * hd);
+        for ((dst, s), p) in pieces
+            .chunks_mut(piece * heads * hd)
+            .zip(src)
+            .zip(pos.chunks(piece))
+        {
+            rope.apply_into(s, heads, dst, view, p).unwrap();
+        }
+        let differ = whole
+            .iter()
+            .zip(&pieces)
+            .filter(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(
+            differ.count(),
+            0,
+            "{backend:?}: into bf16, one call vs pieces"
+        );
+    }
+}

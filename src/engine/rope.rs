@@ -23,8 +23,14 @@
 //! * Heads in memory order. Visiting heads inner-most, block by block, keeps the table in
 //!   registers but loses the hardware prefetchers' stream.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
-//!   L1, where table loads are a large share of all loads); 2 for rotate_half and 1 for
-//!   interleaved when streaming (two interleaved heads per pass lost at 512–4096 tokens).
+//!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
+//!   interleaved heads per pass lost at 512–4096 tokens) and 2 for rotate_half, except that
+//!   a call reading f32 heads takes 1 once its data outgrows the caches
+//!   ([`PAIR_HEADS_BYTES`]): two f32 heads per pass won up to 512 tokens × 32 heads but lost
+//!   by a fifth or more from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2
+//!   and AVX-512 tiers (`cargo bench --bench ratio`, `POSENC_BENCH_BACKEND=avx2` for the
+//!   AVX2 tier; rotate-into in `cargo bench --bench fused`). 16-bit heads measured the same
+//!   either way at 4096 tokens and better with 2 at 512, so they keep 2.
 //!   Re-laying interleaved pairs in registers to share rotate_half's tables cost more
 //!   shuffles than the table loads it saves.
 //! * The next token's table is computed one block after each pass, behind the memory stream,
@@ -250,6 +256,12 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
     need.is_some_and(|w| w <= n.weight.len())
 }
 
+/// Up to this many bytes per call, rotate_half with an f32 source rotates two heads per pass;
+/// beyond it, one (see the module docs). Between the largest call where two heads per pass
+/// won (512 tokens × 32 heads × 128, f32: 8 MiB) and the smallest where one won (1024 tokens:
+/// 16 MiB) in `cargo bench --bench ratio` on both x86 tiers.
+const PAIR_HEADS_BYTES: usize = 12 << 20;
+
 /// One call's constants.
 struct Run<'a, S: Simd> {
     s: S,
@@ -342,6 +354,10 @@ impl<S: Simd> Run<'_, S> {
         self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
         let single = self.tokens == 1;
         let partial = 2 * self.half < self.head_dim;
+        // Two heads per pass share each table load: a single token's, and rotate_half's
+        // streaming (see the module docs).
+        let pair_heads =
+            single || !IL && (I::DTYPE != Dtype::F32 || self.bytes(targets) <= PAIR_HEADS_BYTES);
         for i in 0..items {
             let (a, b) = tabs.split_at_mut(1);
             let (cur, nxt) = if i % 2 == 0 {
@@ -462,7 +478,7 @@ impl<S: Simd> Run<'_, S> {
                             h += 4;
                         }
                     }
-                    if !IL || single {
+                    if pair_heads {
                         while h + 2 <= nh {
                             let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
                             // SAFETY: as above.
@@ -490,6 +506,24 @@ impl<S: Simd> Run<'_, S> {
             }
             self.complete::<I, IL, ONCE>(&mut next);
         }
+    }
+
+    /// The bytes a call reads and writes through its views: the source heads' and, rotating
+    /// into another buffer, the destination heads' too (saturating: only compared with
+    /// [`PAIR_HEADS_BYTES`]).
+    #[inline(always)]
+    fn bytes<I: Element, O: Element>(&self, targets: &[Target<'_, I, O>]) -> usize {
+        let mut per_token = 0usize;
+        for t in targets {
+            let into = !core::ptr::eq(t.src().0.cast::<u8>(), t.dst().0.cast::<u8>().cast_const());
+            let size = size_of::<I>() + if into { size_of::<O>() } else { 0 };
+            for v in t.src_views {
+                per_token = per_token.saturating_add(v.n_heads.saturating_mul(size));
+            }
+        }
+        per_token
+            .saturating_mul(self.head_dim)
+            .saturating_mul(self.tokens)
     }
 
     /// The `Pre` of a call without a norm (never read).
