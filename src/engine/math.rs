@@ -13,12 +13,46 @@
 //! ```
 //!
 //! `sin_cos64` is the same with fdlibm's f64 polynomials (the sinusoidal recurrence's start
-//! values).
+//! values). `sqrt_f32` is the one scalar square root the kernels take (the RMSNorm factor).
 
 use super::vector::Simd;
 use crate::trig::{
     C1, C2, C3, DC, DS, PIO2_1, PIO2_2, PIO2_3, ROUND_MAGIC, S1, S2, S3, TWO_OVER_PI,
 };
+
+/// `√x` in f32, correctly rounded as IEEE requires, so bitwise `libm::sqrtf` (NaN for
+/// negative inputs): the CPU's instruction where the target's baseline has one (SSE on
+/// x86-64, NEON on aarch64), `libm`'s software square root elsewhere. The QK-norm takes one
+/// per head, and `libm`'s (built without its `arch` feature, as posenc uses it) took about
+/// a quarter of that op's time (`cargo bench --bench fused -- qknorm` under `perf record`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn sqrt_f32(x: f32) -> f32 {
+    use core::arch::x86_64::{_mm_cvtss_f32, _mm_set_ss, _mm_sqrt_ss};
+    // SAFETY: SSE is part of every x86-64 target's baseline, so the CPU has these
+    // instructions; they touch no memory.
+    unsafe { _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x))) }
+}
+
+/// See the x86-64 version.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+#[inline(always)]
+pub(crate) fn sqrt_f32(x: f32) -> f32 {
+    use core::arch::aarch64::{vdupq_n_f32, vgetq_lane_f32, vsqrtq_f32};
+    // SAFETY: the target enables NEON (the `cfg` above), so the CPU has these instructions;
+    // they touch no memory.
+    unsafe { vgetq_lane_f32::<0>(vsqrtq_f32(vdupq_n_f32(x))) }
+}
+
+/// See the x86-64 version.
+#[cfg(not(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", target_feature = "neon")
+)))]
+#[inline(always)]
+pub(crate) fn sqrt_f32(x: f32) -> f32 {
+    libm::sqrtf(x)
+}
 
 /// `trig::reduce` on lanes: `r` and `y = angle·(2/π) + ROUND_MAGIC`, whose low mantissa bits
 /// hold the quadrant.
@@ -93,4 +127,34 @@ pub(crate) fn sin_cos64<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {
     let tail = s.dadd(s.dsub(s.dsub(s.dsplat(1.0), one_hz), hz), s.dmul(z, cr));
     let c = s.dadd(one_hz, tail);
     s.dquadrant(y, sn, c)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Bitwise `libm::sqrtf` (NaN for NaN): every exponent with a spread of mantissas,
+    /// subnormals, zeros of both signs, infinities, negative numbers and NaNs.
+    #[test]
+    fn sqrt_f32_is_libms_bit_for_bit() {
+        let mut checked = 0;
+        for bits in (0..=u32::MAX).step_by(65_537).chain([
+            0,
+            0x8000_0000,
+            1,
+            0x007f_ffff,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x7f80_0001,
+            0xbf80_0000,
+        ]) {
+            let x = f32::from_bits(bits);
+            let (got, want) = (super::sqrt_f32(x), libm::sqrtf(x));
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "sqrt({x:e}) = {got:e}, libm {want:e}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 65_000);
+    }
 }

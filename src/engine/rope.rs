@@ -854,7 +854,7 @@ impl<S: Simd> Run<'_, S> {
 #[inline(always)]
 fn scale(sum: f64, n: usize, eps: f32) -> f32 {
     let mean = (sum / n as f64) as f32;
-    1.0 / libm::sqrtf(mean + eps)
+    1.0 / super::math::sqrt_f32(mean + eps)
 }
 
 /// The kernel's own bounds checks, against the API layer's validation: they must refuse what
