@@ -931,15 +931,8 @@ fn calls_past_the_cache_match_small_calls() {
         for (rows, p) in pieces.chunks_mut(piece * heads * hd).zip(pos.chunks(piece)) {
             rope.apply(rows, heads, p).unwrap();
         }
-        let differ = whole
-            .iter()
-            .zip(&pieces)
-            .filter(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(
-            differ.count(),
-            0,
-            "{backend:?}: in place, one call vs pieces"
-        );
+        let differ = differing(&whole, &pieces);
+        assert_eq!(differ, 0, "{backend:?}: in place, one call vs pieces");
 
         let (mut whole, mut pieces) = (vec![bf16::ZERO; n], vec![bf16::ZERO; n]);
         rope.apply_into(&x, heads, &mut whole, view, &pos).unwrap();
@@ -951,14 +944,13 @@ fn calls_past_the_cache_match_small_calls() {
         {
             rope.apply_into(s, heads, dst, view, p).unwrap();
         }
-        let differ = whole
-            .iter()
-            .zip(&pieces)
-            .filter(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(
-            differ.count(),
-            0,
-            "{backend:?}: into bf16, one call vs pieces"
-        );
+        let differ = differing(&whole, &pieces);
+        assert_eq!(differ, 0, "{backend:?}: into bf16, one call vs pieces");
     }
+}
+
+/// How many values differ in their bits (f16/bf16 widen to f32 exactly, bits and all).
+fn differing<T: Element>(a: &[T], b: &[T]) -> usize {
+    let bits = |v: &T| v.to_f32().to_bits();
+    a.iter().zip(b).filter(|(x, y)| bits(x) != bits(y)).count()
 }
