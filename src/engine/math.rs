@@ -23,8 +23,8 @@ use crate::trig::{
 /// `√x` in f32, correctly rounded as IEEE requires, so bitwise `libm::sqrtf` (NaN for
 /// negative inputs): the CPU's instruction where the target's baseline has one (SSE on
 /// x86-64, NEON on aarch64), `libm`'s software square root elsewhere. The QK-norm takes one
-/// per head, and `libm`'s (built without its `arch` feature, as posenc uses it) took about
-/// a quarter of that op's time (`cargo bench --bench fused -- qknorm` under `perf record`).
+/// per head, and `libm`'s (built without its `arch` feature, as posenc uses it) was the
+/// largest single cost of that op (`cargo bench --bench fused -- qknorm` under `perf record`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn sqrt_f32(x: f32) -> f32 {

@@ -27,8 +27,8 @@
 //!   interleaved heads per pass lost at 512–4096 tokens) and 2 for rotate_half, except that
 //!   a call reading f32 heads takes 1 once its data outgrows the caches
 //!   ([`PAIR_HEADS_BYTES`]): two f32 heads per pass won up to 512 tokens × 32 heads but lost
-//!   by a fifth or more from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2
-//!   and AVX-512 tiers (`cargo bench --bench ratio`, `POSENC_BENCH_BACKEND=avx2` for the
+//!   clearly from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2 and
+//!   AVX-512 tiers (`cargo bench --bench ratio`, `POSENC_BENCH_BACKEND=avx2` for the
 //!   AVX2 tier; rotate-into in `cargo bench --bench fused`). 16-bit heads measured the same
 //!   either way at 4096 tokens and better with 2 at 512, so they keep 2.
 //!   Re-laying interleaved pairs in registers to share rotate_half's tables cost more
