@@ -179,7 +179,10 @@ impl Block for BlockQ8_0 {
     #[inline(always)]
     fn dequantize(&self, out: &mut [f32; BLOCK]) {
         let d = f16_bits_to_f32(self.d);
-        for (o, &q) in out.iter_mut().zip(&self.qs) {
+        // From a local copy of the codes: read straight from the block, they were converted
+        // one scalar at a time (`cargo bench --bench quant`).
+        let qs = self.qs;
+        for (o, q) in out.iter_mut().zip(qs) {
             *o = f32::from(q) * d;
         }
     }
@@ -210,7 +213,8 @@ impl Block for BlockQ4_0 {
     fn dequantize(&self, out: &mut [f32; BLOCK]) {
         let d = f16_bits_to_f32(self.d);
         let (lo, hi) = out.split_at_mut(BLOCK / 2);
-        for ((l, h), &q) in lo.iter_mut().zip(hi.iter_mut()).zip(&self.qs) {
+        let qs = self.qs; // (as for `Q8_0`)
+        for ((l, h), q) in lo.iter_mut().zip(hi.iter_mut()).zip(qs) {
             *l = ((q & 0x0F) as i32 - 8) as f32 * d;
             *h = ((q >> 4) as i32 - 8) as f32 * d;
         }
