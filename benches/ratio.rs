@@ -13,7 +13,12 @@
 //!   round), which shows how much of the time is conversion.
 //!
 //! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
-//! bytes), and the 16-bit time over f32's for the same elements. Then the sinusoidal fill of a
+//! bytes), and the 16-bit time over f32's for the same elements. For f32, a second table sets
+//! RoPE against the **arithmetic floor**: an in-place pass over the same bytes doing RoPE's
+//! arithmetic per value under posenc's rounding (one multiply, one fused multiply-add, as
+//! `a·c − b·s` is) and nothing else, timed in the same rounds. Where the floor's own ratio is
+//! below 1, the CPU's floating-point units, not its memory, bound any rotation with that
+//! arithmetic, and the floor's ratio is the most RoPE can reach there. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`).
 //! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
 //! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
@@ -77,6 +82,51 @@ mod bytes16 {
     }
 }
 
+/// The f32 arithmetic floor: `x = (x·m)·a + b` (a multiply, then a fused multiply-add) in
+/// place, RoPE's floating-point work per value with none of its other work.
+mod floor32 {
+    #[inline(always)]
+    fn body(x: &mut [f32], m: f32, a: f32, b: f32) {
+        for v in x.iter_mut() {
+            *v = (*v * m).mul_add(a, b);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    fn avx512(x: &mut [f32], m: f32, a: f32, b: f32) {
+        body(x, m, a, b)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2(x: &mut [f32], m: f32, a: f32, b: f32) {
+        body(x, m, a, b)
+    }
+
+    /// The pass with the timed backend's lanes (the loop auto-vectorises; `mul_add` is one
+    /// FMA instruction where the target has FMA).
+    pub fn pass(x: &mut [f32], m: f32, a: f32, b: f32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && super::backend() == posenc::Backend::Avx512
+            {
+                // SAFETY: the CPU has AVX-512F (and AVX2 and FMA with it), checked above.
+                return unsafe { avx512(x, m, a, b) };
+            }
+            if std::arch::is_x86_feature_detected!("fma")
+                && super::backend() == posenc::Backend::Avx2
+            {
+                // SAFETY: the CPU has AVX2 and FMA (the AVX2 backend's requirements), checked
+                // above.
+                return unsafe { avx2(x, m, a, b) };
+            }
+        }
+        body(x, m, a, b)
+    }
+}
+
 /// The backend timed: `POSENC_BENCH_BACKEND` by name, else the active one.
 fn backend() -> Backend {
     static CHOSEN: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
@@ -108,6 +158,8 @@ struct Times {
     table: f64,
     bytes: f64,
     converting: f64,
+    /// f32 only: the arithmetic floor (`floor32`).
+    floor: f64,
 }
 
 fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
@@ -123,7 +175,7 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
     let table = rope.table(&pos, &mut buf).unwrap();
     let reps = (8192 / tokens).max(2);
     let b = backend();
-    let (mut ta, mut tt, mut tb, mut tc) = (vec![], vec![], vec![], vec![]);
+    let (mut ta, mut tt, mut tb, mut tc, mut tf) = (vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..41 {
         // The integer pass drifts the 16-bit values into NaNs and infinities; start each round
         // from finite data so every timed call sees the same kind of values.
@@ -136,6 +188,15 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
         tc.push(time(&mut converting, reps));
         let mut bytes = || bytes_ceiling(black_box(&mut x[..]));
         tb.push(time(&mut bytes, reps));
+        if T::DTYPE == posenc::Dtype::F32 {
+            // SAFETY: `T` is f32 (checked), so the buffer is `x.len()` f32 values; `x` is
+            // borrowed mutably for the whole pass.
+            let x32 =
+                unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), x.len()) };
+            let (m, a, b) = black_box((-1.0f32, -1.0f32, 3.0f32));
+            let mut floor = || floor32::pass(black_box(&mut x32[..]), m, a, b);
+            tf.push(time(&mut floor, reps));
+        }
     }
     let per = 1e9 / (tokens * 32) as f64;
     Times {
@@ -143,6 +204,11 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
         table: median(tt) * per,
         bytes: median(tb) * per,
         converting: median(tc) * per,
+        floor: if tf.is_empty() {
+            f64::NAN
+        } else {
+            median(tf) * per
+        },
     }
 }
 
@@ -175,6 +241,7 @@ fn main() {
          | converting ceiling ratio | time / f32 time |"
     );
     println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    let mut floors = vec![];
     for tokens in [1, 64, 512, 4096] {
         for (layout, name) in [
             (Layout::Interleaved, "interleaved"),
@@ -187,6 +254,8 @@ fn main() {
                 ("f16", run::<f16>(tokens, layout)),
             ];
             let f32_apply = rows[0].1.apply;
+            let t = &rows[0].1;
+            floors.push((tokens, name, t.floor, t.bytes, t.apply, t.table));
             for (dtype, t) in rows {
                 println!(
                     "| {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} | {:.2} | {} | {:.2} |",
@@ -204,6 +273,21 @@ fn main() {
                 );
             }
         }
+    }
+    println!();
+    println!(
+        "f32 against the arithmetic floor (RoPE's multiply and multiply-add per value, the same \
+         bytes, nothing else); ratio = bytes-ceiling time / time"
+    );
+    println!("| tokens | layout | floor ns | floor ratio | apply / floor | table / floor |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for (tokens, name, floor, bytes, apply, table) in floors {
+        println!(
+            "| {tokens} | {name} | {floor:.1} | {:.2} | {:.2} | {:.2} |",
+            bytes / floor,
+            floor / apply,
+            floor / table
+        );
     }
     println!();
     println!("sinusoidal fill 4096 x 512 (rows 0..4096) vs a plain write of the same bytes, µs");
