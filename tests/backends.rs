@@ -908,9 +908,9 @@ fn sinusoidal_fill_long_runs_vs_scalar() {
 }
 
 /// A call whose heads outgrow the caches (past 12 MiB) rotates rotate_half heads read from f32
-/// one per pass instead of two (`engine::rope`, `PAIR_HEADS_BYTES`): bit for bit the rows of the
-/// same heads rotated in small calls (which take two per pass, and which the tests above hold
-/// to `Scalar`), on every backend, in place and into a bf16 cache.
+/// one per pass from a table in memory (`engine::rope`, `IN_CACHE_BYTES`): bit for bit the rows
+/// of the same heads rotated in small calls (which hold the table in registers, and which the
+/// tests above hold to `Scalar`), on every backend, in place and into a bf16 cache.
 #[test]
 fn calls_past_the_cache_match_small_calls() {
     use posenc::View;

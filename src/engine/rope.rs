@@ -9,9 +9,12 @@
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
 //! for each item i:
-//!     for each target buffer, each view of heads, H heads at a time:
-//!         rotate pairs of the chunk in those H heads with table[i]   // a table vector is loaded once for H heads
-//!         compute one block of table[i + 1]                          // in the shadow of the memory stream
+//!     for each target buffer, each view of heads:
+//!         in cache, whole heads of ≤ 8 table vectors:                // `resident`
+//!             load table[i] into registers; rotate every head with them
+//!         else, H heads at a time:
+//!             rotate pairs of the chunk in those H heads with table[i]   // a table vector is loaded once for H heads
+//!             compute one block of table[i + 1]                          // in the shadow of the memory stream
 //!     finish table[i + 1]
 //! rotate one vector:  rotate_half  a' = a·c − b·s,  b' = b·c + a·s   (a, b: LANES pairs, half apart)
 //!                     interleaved  x' = x·c + swap_pairs(x)·s        (c, s expanded, sign in s: see `Tab`)
@@ -22,11 +25,18 @@
 //! in-place memory ceiling over the same bytes, per layout, dtype and token count):
 //! * Heads in memory order. Visiting heads inner-most, block by block, keeps the table in
 //!   registers but loses the hardware prefetchers' stream.
+//! * In cache ([`IN_CACHE_BYTES`]), when a token's table is at most 8 vectors and the window a
+//!   whole number of them (head_dim 128: rotate_half on both x86 tiers, interleaved on
+//!   AVX-512), the table is loaded into registers once per token and every head of the view
+//!   is rotated from them, the next table computed after the last head (`Run::resident`).
+//!   That won for f32 sources in both layouts, decode included, and for interleaved 16-bit
+//!   sources; 16-bit rotate_half measured the same or worse than two heads per pass, and
+//!   calls past the caches worse than one head per pass, so those keep the passes below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens) and 2 for rotate_half, except that
 //!   a call reading f32 heads takes 1 once its data outgrows the caches
-//!   ([`PAIR_HEADS_BYTES`]): two f32 heads per pass won up to 512 tokens × 32 heads but lost
+//!   ([`IN_CACHE_BYTES`]): two f32 heads per pass won up to 512 tokens × 32 heads but lost
 //!   clearly from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2 and
 //!   AVX-512 tiers (`cargo bench --bench ratio`, `POSENC_BENCH_BACKEND=avx2` for the
 //!   AVX2 tier; rotate-into in `cargo bench --bench fused`). 16-bit heads measured the same
@@ -256,11 +266,13 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
     need.is_some_and(|w| w <= n.weight.len())
 }
 
-/// Up to this many bytes per call, rotate_half with an f32 source rotates two heads per pass;
-/// beyond it, one (see the module docs). Between the largest call where two heads per pass
-/// won (512 tokens × 32 heads × 128, f32: 8 MiB) and the smallest where one won (1024 tokens:
-/// 16 MiB) in `cargo bench --bench ratio` on both x86 tiers.
-const PAIR_HEADS_BYTES: usize = 12 << 20;
+/// Up to this many bytes per call, a call counts as in cache: the table stays in registers
+/// across heads, and rotate_half with an f32 source rotates two heads per pass where it does
+/// not; beyond it, one head per pass from a table in memory (see the module docs). Between
+/// the largest call where the in-cache paths won (512 tokens × 32 heads × 128, f32: 8 MiB)
+/// and the smallest where one head per pass won (1024 tokens: 16 MiB) in `cargo bench
+/// --bench ratio` on both x86 tiers.
+const IN_CACHE_BYTES: usize = 12 << 20;
 
 /// One call's constants.
 struct Run<'a, S: Simd> {
@@ -354,10 +366,17 @@ impl<S: Simd> Run<'_, S> {
         self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
         let single = self.tokens == 1;
         let partial = 2 * self.half < self.head_dim;
+        let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
+        // Vectors of the table held in registers across the heads of a token (0: none), for
+        // the calls where that won (see the module docs).
+        let resident = if WHOLE && in_cache && (IL || I::DTYPE == Dtype::F32) {
+            (if IL { 2 * self.half } else { self.half }) / S::LANES
+        } else {
+            0
+        };
         // Two heads per pass share each table load: a single token's, and rotate_half's
         // streaming (see the module docs).
-        let pair_heads =
-            single || !IL && (I::DTYPE != Dtype::F32 || self.bytes(targets) <= PAIR_HEADS_BYTES);
+        let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
         for i in 0..items {
             let (a, b) = tabs.split_at_mut(1);
             let (cur, nxt) = if i % 2 == 0 {
@@ -462,6 +481,25 @@ impl<S: Simd> Run<'_, S> {
                     );
                     let pre = self.no_pre();
                     let mut h = 0;
+                    macro_rules! resident {
+                        ($nv:literal) => {{
+                            // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in
+                            // bounds in both buffers; `WHOLE`: the chunk is every pair of the
+                            // window, a whole number of vectors, and `cur` holds its table.
+                            unsafe {
+                                self.resident::<I, O, IL, ONCE, $nv>(
+                                    sbase, dbase, shs, dhs, nh, cur,
+                                )
+                            };
+                            h = nh;
+                        }};
+                    }
+                    match resident {
+                        2 => resident!(2),
+                        4 => resident!(4),
+                        8 => resident!(8),
+                        _ => {}
+                    }
                     if single {
                         while h + 4 <= nh {
                             let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
@@ -510,7 +548,7 @@ impl<S: Simd> Run<'_, S> {
 
     /// The bytes a call reads and writes through its views: the source heads' and, rotating
     /// into another buffer, the destination heads' too (saturating: only compared with
-    /// [`PAIR_HEADS_BYTES`]).
+    /// [`IN_CACHE_BYTES`]).
     #[inline(always)]
     fn bytes<I: Element, O: Element>(&self, targets: &[Target<'_, I, O>]) -> usize {
         let mut per_token = 0usize;
@@ -767,6 +805,64 @@ impl<S: Simd> Run<'_, S> {
                         let b = q0.add(i * qs + at);
                         core::ptr::copy_nonoverlapping(oa.as_ptr(), b, r);
                         core::ptr::copy_nonoverlapping(ob.as_ptr(), b.add(half), r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rotates the rotary windows of heads `0 .. nh` at `p0 + h·ps` into `q0 + h·qs`, every
+    /// pair of each, with the chunk's table loaded into `NV` pairs of registers once for all
+    /// of them:
+    ///
+    /// ```text
+    /// c[v], s[v] = table vector v                (v < NV; interleaved: the expanded entries)
+    /// for each head h:  for each v:  rotate vector v (rotate_half: v and v + half) with c[v], s[v]
+    /// ```
+    ///
+    /// The next token's table is then computed after the last head rather than a block per
+    /// head as [`Run::stream`] otherwise does: inside this loop its code took registers the
+    /// heads need.
+    ///
+    /// # Safety
+    /// The windows `p0 + h·ps .. + 2·half` (`h < nh`) are readable, `q0 + h·qs ..` writable
+    /// (the same windows in place, else disjoint); `tab` holds the table of every pair of the
+    /// window, and `NV · LANES` is `half` (rotate_half) or `2·half` (interleaved).
+    #[inline(always)]
+    unsafe fn resident<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const NV: usize,
+    >(
+        &self,
+        p0: *const I,
+        q0: *mut O,
+        ps: usize,
+        qs: usize,
+        nh: usize,
+        tab: &Tab,
+    ) {
+        let (s, l, half) = (self.s, S::LANES, self.half);
+        debug_assert!(NV * l == if IL { 2 * half } else { half });
+        let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
+        for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
+            // SAFETY: entries `v·LANES .. + LANES ≤ NV·LANES` were written for this chunk.
+            (*c, *sn) = unsafe { tab.get(s, v * l) };
+        }
+        for h in 0..nh {
+            let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
+            for (v, (&c, &sn)) in c.iter().zip(&sn).enumerate() {
+                let k = v * l;
+                // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
+                // partner `half` further), inside the window (the caller's precondition).
+                unsafe {
+                    if IL {
+                        self.inter::<I, O, ONCE>(s.ld::<I>(p.add(k)), q.add(k), c, sn);
+                    } else {
+                        let (x, y) = (s.ld::<I>(p.add(k)), s.ld::<I>(p.add(half + k)));
+                        self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c, sn);
                     }
                 }
             }
