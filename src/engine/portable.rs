@@ -18,6 +18,8 @@ pub(crate) struct Portable;
 
 impl Simd for Portable {
     const LANES: usize = 8;
+    // Two 128-bit registers per value, 16 of them on x86-64 (SSE2).
+    const REGISTERS: usize = 8;
     type F = f32x8;
     type D = f64x4;
 

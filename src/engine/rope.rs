@@ -29,9 +29,10 @@
 //!   whole number of them (head_dim 128: rotate_half on both x86 tiers, interleaved on
 //!   AVX-512), the table is loaded into registers once per token and every head of the view
 //!   is rotated from them, the next table computed after the last head (`Run::resident`).
-//!   That won for f32 sources in both layouts, decode included, and for interleaved 16-bit
-//!   sources; 16-bit rotate_half measured the same or worse than two heads per pass, and
-//!   calls past the caches worse than one head per pass, so those keep the passes below.
+//!   That won for f32 sources in both layouts, decode included, and for 16-bit sources where
+//!   the table takes at most half the registers (AVX-512); with AVX2's 16 registers, 16-bit
+//!   rotate_half (a table of 16) measured worse than two heads per pass, and calls past the
+//!   caches worse than one head per pass, so those keep the passes below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens) and 2 for rotate_half, except that
@@ -368,9 +369,12 @@ impl<S: Simd> Run<'_, S> {
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
         // Vectors of the table held in registers across the heads of a token (0: none), for
-        // the calls where that won (see the module docs).
-        let resident = if WHOLE && in_cache && (IL || I::DTYPE == Dtype::F32) {
-            (if IL { 2 * self.half } else { self.half }) / S::LANES
+        // the calls where that won (see the module docs): an f32 source's, or a 16-bit
+        // source's when the table (`2·nv` registers) leaves half the register file to the
+        // conversions.
+        let nv = (if IL { 2 * self.half } else { self.half }) / S::LANES;
+        let resident = if WHOLE && in_cache && (I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS) {
+            nv
         } else {
             0
         };

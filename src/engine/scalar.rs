@@ -12,6 +12,8 @@ pub(crate) struct Scalar;
 
 impl Simd for Scalar {
     const LANES: usize = 2;
+    // Two f32 registers per value, of 16.
+    const REGISTERS: usize = 8;
     type F = [f32; 2];
     type D = f64;
 

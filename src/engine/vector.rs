@@ -29,6 +29,9 @@ pub(crate) const MAX_LANES: usize = 16;
 pub(crate) trait Simd: Copy {
     /// f32 lanes of [`Simd::F`] (even; [`Simd::D`] has half as many f64 lanes).
     const LANES: usize;
+    /// Values of [`Simd::F`] the ISA's vector registers hold at once: a kernel whose working
+    /// set is larger spills to the stack.
+    const REGISTERS: usize;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.

@@ -65,6 +65,8 @@ pub(crate) struct F64x4(float64x2_t, float64x2_t);
 
 impl Simd for Neon {
     const LANES: usize = 8;
+    // Two of the 32 q registers per value.
+    const REGISTERS: usize = 16;
     type F = F32x8;
     type D = F64x4;
 

@@ -39,6 +39,7 @@ fn run<K: Kernel>(t: Avx2, k: K) -> K::Output {
 
 impl Simd for Avx2 {
     const LANES: usize = 8;
+    const REGISTERS: usize = 16;
     type F = __m256;
     type D = __m256d;
 

@@ -72,6 +72,7 @@ fn run_bf16<K: Kernel>(t: Avx512<true>, k: K) -> K::Output {
 
 impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
+    const REGISTERS: usize = 32;
     type F = __m512;
     type D = __m512d;
 
