@@ -19,7 +19,9 @@
 //! `a·c − b·s` is) and nothing else, timed in the same rounds. Where the floor's own ratio is
 //! below 1, the CPU's floating-point units, not its memory, bound any rotation with that
 //! arithmetic, and the floor's ratio is the most RoPE can reach there. Then the sinusoidal fill of a
-//! 4096 × 512 table against a plain write of the same bytes (`slice::fill`).
+//! 4096 × 512 table against a plain write of the same bytes (`slice::fill`), and against the
+//! fill's own arithmetic with no memory traffic (`sinfloor`): where that floor is slower than the
+//! write, the method, not memory, bounds the fill.
 //! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
 //! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
 //! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
@@ -127,6 +129,97 @@ mod floor32 {
     }
 }
 
+/// The sinusoidal arithmetic floor: the f64 recurrence of `Sinusoidal::fill`
+/// (`y(j + 2) = k·y(j + 1) − y(j)`, unfused, four f64 vectors of columns in registers, in
+/// the kernel's loop order) and its rounding of every value to f32, with the rows
+/// stored to a ring of `RING` rows that stays in L1: the work every table of the same size
+/// and method costs with no memory traffic at all. A 16-bit table is that f32 table rounded
+/// once more, so its fill costs at least this too.
+mod sinfloor {
+    pub const D: usize = 512;
+    const RING: usize = 8;
+
+    /// Rows per pass over a strip of columns (the kernel's `three_term::PASS`).
+    const PASS: usize = 8;
+    /// Columns per chunk (two per frequency of the kernel's `SIN_CHUNK`).
+    const CHUNK: usize = 128;
+
+    /// The kernel's loop order: per block of 256 rows and chunk of columns, passes of `PASS`
+    /// rows over strips of `W` columns, each strip's state loaded from and stored back to
+    /// the chunk's state arrays once per pass.
+    #[inline(always)]
+    fn body<const W: usize>(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
+        for _block in 0..rows / 256 {
+            for c0 in (0..D).step_by(CHUNK) {
+                let (mut ya, mut yb) = ([0.0f64; CHUNK], [0.0f64; CHUNK]);
+                ya.copy_from_slice(&y0[c0..c0 + CHUNK]);
+                yb.copy_from_slice(&y1[c0..c0 + CHUNK]);
+                for j0 in (0..256).step_by(PASS) {
+                    for c in (0..CHUNK).step_by(W) {
+                        let (mut a, mut b, mut kk) = ([0.0f64; W], [0.0f64; W], [0.0f64; W]);
+                        a.copy_from_slice(&ya[c..c + W]);
+                        b.copy_from_slice(&yb[c..c + W]);
+                        kk.copy_from_slice(&k[c0 + c..c0 + c + W]);
+                        for j in (j0..j0 + PASS).step_by(2) {
+                            let r = (j % RING) * D + c0 + c;
+                            let (ra, rb) = ring[r..r + D + W].split_at_mut(D);
+                            for i in 0..W {
+                                ra[i] = a[i] as f32;
+                            }
+                            for i in 0..W {
+                                a[i] = kk[i] * b[i] - a[i];
+                            }
+                            for i in 0..W {
+                                rb[i] = b[i] as f32;
+                            }
+                            for i in 0..W {
+                                b[i] = kk[i] * a[i] - b[i];
+                            }
+                        }
+                        ya[c..c + W].copy_from_slice(&a);
+                        yb[c..c + W].copy_from_slice(&b);
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    fn avx512(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
+        body::<32>(ring, k, y0, y1, rows)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
+        body::<16>(ring, k, y0, y1, rows)
+    }
+
+    /// `rows` rows (a multiple of 256) of a `D`-wide table into `ring` (`(RING + 1) · D`
+    /// values), with the timed backend's lanes.
+    pub fn pass(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
+        assert!(ring.len() > RING * D && k.len() == D && y0.len() == D && y1.len() == D);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && super::backend() == posenc::Backend::Avx512
+            {
+                // SAFETY: the CPU has AVX-512F (and AVX2 and FMA with it), checked above.
+                return unsafe { avx512(ring, k, y0, y1, rows) };
+            }
+            if std::arch::is_x86_feature_detected!("fma")
+                && super::backend() == posenc::Backend::Avx2
+            {
+                // SAFETY: the CPU has AVX2 and FMA (the AVX2 backend's requirements), checked
+                // above.
+                return unsafe { avx2(ring, k, y0, y1, rows) };
+            }
+        }
+        body::<8>(ring, k, y0, y1, rows)
+    }
+}
+
 /// The backend timed: `POSENC_BENCH_BACKEND` by name, else the active one.
 fn backend() -> Backend {
     static CHOSEN: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
@@ -212,6 +305,25 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
     }
 }
 
+/// The sinusoidal arithmetic floor (`sinfloor`) of a 4096 × 512 table, µs, median of 41.
+fn run_sin_floor() -> f64 {
+    let d = sinfloor::D;
+    let w: Vec<f64> = (0..d / 2)
+        .map(|i| 10_000f64.powf(-2.0 * i as f64 / d as f64))
+        .collect();
+    let k: Vec<f64> = w.iter().flat_map(|w| [2.0 * w.cos(); 2]).collect();
+    let y0: Vec<f64> = w.iter().flat_map(|_| [0.0, 1.0]).collect();
+    let y1: Vec<f64> = w.iter().flat_map(|w| [w.sin(), w.cos()]).collect();
+    let mut ring = vec![0f32; 9 * d];
+    let mut t = vec![];
+    for _ in 0..41 {
+        let mut floor = || sinfloor::pass(black_box(&mut ring[..]), &k, &y0, &y1, 4096);
+        t.push(time(&mut floor, 4));
+    }
+    black_box(&ring);
+    median(t) * 1e6
+}
+
 /// Returns (plain write, fill) in µs for a 4096 × 512 table.
 fn run_sin<T: Element>(layout: SinusoidalLayout) -> (f64, f64) {
     let pe = Sinusoidal::new(512, 10_000.0, layout)
@@ -291,8 +403,15 @@ fn main() {
     }
     println!();
     println!("sinusoidal fill 4096 x 512 (rows 0..4096) vs a plain write of the same bytes, µs");
-    println!("| layout | f32 fill / write | f32 ratio | bf16 ratio | f16 ratio |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "(arithmetic floor: the f64 recurrence and the rounding to f32 alone, no memory traffic; \
+         floor ratio = write time / floor time, the most a fill by this method can reach)"
+    );
+    println!(
+        "| layout | f32 fill / write / floor | f32 ratio | bf16 ratio | f16 ratio | f32 floor ratio \
+         | bf16 floor ratio | f16 floor ratio |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (layout, name) in [
         (SinusoidalLayout::Interleaved, "interleaved"),
         (SinusoidalLayout::Split, "split"),
@@ -300,11 +419,15 @@ fn main() {
         let (w32, f32_) = run_sin::<f32>(layout);
         let (wb, fb) = run_sin::<bf16>(layout);
         let (wh, fh) = run_sin::<f16>(layout);
+        let floor = run_sin_floor();
         println!(
-            "| {name} | {f32_:.0} / {w32:.0} | {:.2} | {:.2} | {:.2} |",
+            "| {name} | {f32_:.0} / {w32:.0} / {floor:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             w32 / f32_,
             wb / fb,
-            wh / fh
+            wh / fh,
+            w32 / floor,
+            wb / floor,
+            wh / floor
         );
     }
 }
