@@ -305,40 +305,62 @@ fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
     }
 }
 
-/// The sinusoidal arithmetic floor (`sinfloor`) of a 4096 × 512 table, µs, median of 41.
-fn run_sin_floor() -> f64 {
-    let d = sinfloor::D;
-    let w: Vec<f64> = (0..d / 2)
-        .map(|i| 10_000f64.powf(-2.0 * i as f64 / d as f64))
-        .collect();
-    let k: Vec<f64> = w.iter().flat_map(|w| [2.0 * w.cos(); 2]).collect();
-    let y0: Vec<f64> = w.iter().flat_map(|_| [0.0, 1.0]).collect();
-    let y1: Vec<f64> = w.iter().flat_map(|w| [w.sin(), w.cos()]).collect();
-    let mut ring = vec![0f32; 9 * d];
-    let mut t = vec![];
-    for _ in 0..41 {
-        let mut floor = || sinfloor::pass(black_box(&mut ring[..]), &k, &y0, &y1, 4096);
-        t.push(time(&mut floor, 4));
-    }
-    black_box(&ring);
-    median(t) * 1e6
+/// Inputs and output ring of the sinusoidal arithmetic floor (`sinfloor`).
+struct SinFloor {
+    k: Vec<f64>,
+    y0: Vec<f64>,
+    y1: Vec<f64>,
+    ring: Vec<f32>,
 }
 
-/// Returns (plain write, fill) in µs for a 4096 × 512 table.
-fn run_sin<T: Element>(layout: SinusoidalLayout) -> (f64, f64) {
+impl SinFloor {
+    fn new() -> SinFloor {
+        let d = sinfloor::D;
+        let w: Vec<f64> = (0..d / 2)
+            .map(|i| 10_000f64.powf(-2.0 * i as f64 / d as f64))
+            .collect();
+        SinFloor {
+            k: w.iter().flat_map(|w| [2.0 * w.cos(); 2]).collect(),
+            y0: w.iter().flat_map(|_| [0.0, 1.0]).collect(),
+            y1: w.iter().flat_map(|w| [w.sin(), w.cos()]).collect(),
+            ring: vec![0f32; 9 * d],
+        }
+    }
+
+    /// One floor pass over 4096 rows.
+    fn pass(&mut self) {
+        sinfloor::pass(
+            black_box(&mut self.ring[..]),
+            &self.k,
+            &self.y0,
+            &self.y1,
+            4096,
+        );
+    }
+}
+
+/// Returns (plain write, fill, floor) in µs for a 4096 × 512 table; the floor (0 without one)
+/// is timed in the same rounds as the write and the fill.
+fn run_sin<T: Element>(
+    layout: SinusoidalLayout,
+    mut floor: Option<&mut SinFloor>,
+) -> (f64, f64, f64) {
     let pe = Sinusoidal::new(512, 10_000.0, layout)
         .and_then(|p| p.with_backend(backend()))
         .unwrap();
     let mut out: Vec<T> = vec![T::from_f32(0.0); 4096 * 512];
     let v = T::from_f32(0.5);
-    let (mut tw, mut tf) = (vec![], vec![]);
+    let (mut tw, mut tf, mut tl) = (vec![], vec![], vec![0.0]);
     for _ in 0..41 {
         let mut write = || black_box(&mut out[..]).fill(v);
         tw.push(time(&mut write, 4));
         let mut fill = || pe.fill(black_box(&mut out[..]), black_box(0)).unwrap();
         tf.push(time(&mut fill, 4));
+        if let Some(f) = floor.as_deref_mut() {
+            tl.push(time(&mut || f.pass(), 4));
+        }
     }
-    (median(tw) * 1e6, median(tf) * 1e6)
+    (median(tw) * 1e6, median(tf) * 1e6, median(tl) * 1e6)
 }
 
 fn main() {
@@ -412,14 +434,14 @@ fn main() {
          | bf16 floor ratio | f16 floor ratio |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut sin_floor = SinFloor::new();
     for (layout, name) in [
         (SinusoidalLayout::Interleaved, "interleaved"),
         (SinusoidalLayout::Split, "split"),
     ] {
-        let (w32, f32_) = run_sin::<f32>(layout);
-        let (wb, fb) = run_sin::<bf16>(layout);
-        let (wh, fh) = run_sin::<f16>(layout);
-        let floor = run_sin_floor();
+        let (w32, f32_, floor) = run_sin::<f32>(layout, Some(&mut sin_floor));
+        let (wb, fb, _) = run_sin::<bf16>(layout, None);
+        let (wh, fh, _) = run_sin::<f16>(layout, None);
         println!(
             "| {name} | {f32_:.0} / {w32:.0} / {floor:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             w32 / f32_,
