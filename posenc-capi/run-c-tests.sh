@@ -5,6 +5,9 @@
 # LD_LIBRARY_PATH, so it must find the library through its rpath). Each run ends with
 # "N passed, M failed", the last line of the script too; it exits non-zero on any failure.
 # Also checks that the header compiles as C++ when g++ exists.
+#
+# Usage: run-c-tests.sh [cargo build args…]   (env PROFILE: debug (default), release, or test,
+# which reuses the libraries `cargo test -p posenc-capi` just built with the same args)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -12,11 +15,15 @@ cd "$root"
 
 profile="${PROFILE:-debug}"
 cargo_flags=()
-[ "$profile" = release ] && cargo_flags+=(--release)
-cargo build -p posenc-capi "${cargo_flags[@]}"
+dir=$profile
+case "$profile" in
+  release) cargo_flags+=(--release) ;;
+  test) cargo_flags+=(--profile test) dir=debug ;; # the test profile's output directory
+esac
+cargo build -p posenc-capi "${cargo_flags[@]}" "$@"
 
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
-lib="$target_dir/$profile/libposenc_capi.a"
+lib="$target_dir/$dir/libposenc_capi.a"
 [ -f "$lib" ] || { echo "missing $lib" >&2; exit 1; }
 
 out="$target_dir/c-tests"
@@ -53,7 +60,7 @@ scratch="$out/readme-recipes"
 rm -rf "$scratch"
 mkdir -p "$scratch/posenc-capi" "$scratch/target"
 ln -s "$here/include" "$scratch/posenc-capi/include"
-ln -s "$target_dir/$profile" "$scratch/target/release"
+ln -s "$target_dir/$dir" "$scratch/target/release"
 cp "$here/tests/c/test_posenc.c" "$scratch/app.c"
 for i in 0 1; do
   kind=$([ $i = 0 ] && echo static || echo shared)
