@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Predicted throughput of the RoPE hot loop, NEON tier against the portable tier, by llvm-mca.
 
-Static analysis, a guide and never a measurement. Reads the aarch64 build of `.ci/asm-probe`
+Static analysis, a guide and never a measurement. Reads the aarch64 build of `examples/asm_probe.rs`
 (`.ci/check-asm.sh` makes it), takes the in-place rotate_half whole-vector kernel
 (`Rotate<T, T, false, true, true>`) of each dtype from
 
@@ -92,7 +92,7 @@ def main():
     listing = sys.argv[sys.argv.index("--listing") + 1] if "--listing" in sys.argv else None
     if listing in args:
         args.remove(listing)
-    binary = args[0] if args else "target/asm-probe/aarch64-unknown-linux-gnu/release/posenc-asm-probe"
+    binary = args[0] if args else "target/asm-probe/aarch64-unknown-linux-gnu/release/examples/asm_probe"
     asm = subprocess.run(
         ["aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", "-C", binary],
         capture_output=True, text=True, check=True,

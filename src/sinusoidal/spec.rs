@@ -90,8 +90,9 @@ impl SinSpec {
 
     /// `ω_{i0 + k}` for `k < out.len()`: from the cache, or computed. Bitwise the same
     /// either way: `sin_frequencies` restarts its `pow` every 8 indices counted from 0, so
-    /// one call over `0 .. pairs` gives the values of calls per chunk.
-    #[inline]
+    /// one call over `0 .. pairs` gives the values of calls per chunk. Always inlined into the
+    /// kernels, as everything they call (see `engine::vector`), at every opt-level.
+    #[inline(always)]
     pub(crate) fn frequencies(&self, i0: usize, out: &mut [f64]) {
         if self.pairs <= SIN_CACHE {
             out.copy_from_slice(&self.freq[i0..i0 + out.len()]);
@@ -105,8 +106,9 @@ impl SinSpec {
 /// eighth one by `pow`, the ones between by repeated multiplication with `base^(−1/den)`.
 /// Each is within ~8 f64 ulps of the exact value (at most 7 roundings of the ratio and the
 /// products), an angle error below 6e-8 at any position ≤ 2^26: a quarter of the contract,
-/// for an eighth of the `pow` calls.
-#[inline]
+/// for an eighth of the `pow` calls. (Always inlined: the kernels call it through
+/// [`SinSpec::frequencies`].)
+#[inline(always)]
 pub(crate) fn sin_frequencies(base: f64, den: f64, i0: usize, out: &mut [f64]) {
     let ratio = libm::pow(base, -1.0 / den);
     let mut w = 0.0;

@@ -1,10 +1,17 @@
-//! Instantiates posenc's x86 tier entry points for every dtype (see Cargo.toml). Running it
-//! is harmless (it prints one line per backend); `.ci/check-asm.sh` only disassembles it.
+//! Not an example to learn from: the probe that `.ci/check-asm.sh` disassembles. It calls every
+//! public entry point that reaches the SIMD tiers with f32, f16 and bf16, so that each tier's
+//! `#[target_feature]` entry function (`posenc::engine::x86_64::{avx2,avx512}::run::<Kernel>`,
+//! `posenc::engine::aarch64::neon::run::<Kernel>`) is instantiated for the RoPE, cos/sin
+//! table, sinusoidal and memory-ceiling kernels and can be read back from the binary. Running
+//! it is harmless: it prints one line per available backend.
+//!
+//! An example of the crate (rather than a crate of its own) so that the build `cargo test`
+//! makes anyway contains it: CI disassembles that build instead of compiling posenc once more.
 
 use posenc::bench::memory_ceiling_pass;
 use posenc::{
-    Backend, Element, Layout, RmsNorm, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, View,
-    bf16, f16,
+    Backend, Element, Layout, RmsNorm, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, View, bf16,
+    f16,
 };
 use std::hint::black_box;
 
@@ -20,12 +27,16 @@ fn every_entry_point<T: Element>(backend: Backend) -> f32 {
     // rest) and QK-norm + RoPE (in place and into).
     let view = View::token_major(4, 128);
     let (mut h, mut b) = (vec![f16::ZERO; x.len()], vec![bf16::ZERO; x.len()]);
-    rope.apply_into(black_box(&x), 4, &mut h, view, &positions).unwrap();
-    rope.apply_into(black_box(&x), 4, &mut b, view, &positions).unwrap();
+    rope.apply_into(black_box(&x), 4, &mut h, view, &positions)
+        .unwrap();
+    rope.apply_into(black_box(&x), 4, &mut b, view, &positions)
+        .unwrap();
     let w = [1.0f32; 128];
     let norm = RmsNorm::per_head(&w, 1e-6);
-    rope.apply_normed(black_box(&mut x), 4, &norm, &positions).unwrap();
-    rope.apply_normed_into(black_box(&x), 4, &norm, &mut b, view, &positions).unwrap();
+    rope.apply_normed(black_box(&mut x), 4, &norm, &positions)
+        .unwrap();
+    rope.apply_normed_into(black_box(&x), 4, &norm, &mut b, view, &positions)
+        .unwrap();
     let (mut cos, mut sin) = (vec![0f32; 2 * 64], vec![0f32; 2 * 64]);
     rope.fill_cos_sin(&positions, &mut cos, &mut sin).unwrap();
     let pe = Sinusoidal::new(64, 10_000.0, SinusoidalLayout::Interleaved)
