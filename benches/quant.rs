@@ -10,6 +10,11 @@
 //! Ids: `shift_{q8_0,q4_0}/{tokens}x8x128/{one_pass,three_pass}`: Llama-3-8B's K cache per
 //! layer (8 KV heads of 128 channels, θ 5e5), every token shifted by −512 (a context shift
 //! that drops 512 tokens). Throughput is the cache's bytes.
+//!
+//! Each of the three passes is timed alone too (`pass_dequantize`, `pass_shift`,
+//! `pass_quantize`): the one pass does the work of all three with the same kernels, only
+//! without the f32 buffer between them, so `three_pass ÷ pass_quantize` (or any one pass) bounds
+//! what fusing can gain where that buffer stays in cache.
 
 mod common;
 
@@ -49,6 +54,15 @@ fn bench(c: &mut Criterion) {
                 quantize_q8_0(&f, black_box(&mut k8)).unwrap();
             })
         });
+        g.bench_function("pass_dequantize", |b| {
+            b.iter(|| dequantize_q8_0(black_box(&k8), black_box(&mut f)).unwrap())
+        });
+        g.bench_function("pass_shift", |b| {
+            b.iter(|| rope.shift(black_box(&mut f), HEADS, &deltas).unwrap())
+        });
+        g.bench_function("pass_quantize", |b| {
+            b.iter(|| quantize_q8_0(black_box(&f), black_box(&mut k8)).unwrap())
+        });
         g.finish();
 
         let mut k4 = vec![BlockQ4_0::default(); n / 32];
@@ -66,6 +80,15 @@ fn bench(c: &mut Criterion) {
                 rope.shift(&mut f, HEADS, &deltas).unwrap();
                 quantize_q4_0(&f, black_box(&mut k4)).unwrap();
             })
+        });
+        g.bench_function("pass_dequantize", |b| {
+            b.iter(|| dequantize_q4_0(black_box(&k4), black_box(&mut f)).unwrap())
+        });
+        g.bench_function("pass_shift", |b| {
+            b.iter(|| rope.shift(black_box(&mut f), HEADS, &deltas).unwrap())
+        });
+        g.bench_function("pass_quantize", |b| {
+            b.iter(|| quantize_q4_0(black_box(&f), black_box(&mut k4)).unwrap())
         });
         g.finish();
     }

@@ -186,52 +186,74 @@ impl<I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let job = self.job;
-        // half ≥ 1: a rope's rotary dim is at least 2 (`check_dims`).
-        let half = job.rotary_dim / 2;
-        if job.tokens == 0 {
-            return;
+        if S::REFERENCE {
+            reference::<S, I, O, IL, ONCE>(s, self.targets, self.job)
+        } else {
+            drive::<S, I, O, IL, ONCE, WHOLE>(s, self.targets, self.job)
         }
-        for t in self.targets.iter() {
-            // The API layer validated every view; the loops below rely on it for raw
-            // pointer arithmetic, so it is proven again here, once per view.
-            assert!(t.src_views.len() == t.dst_views.len());
-            for (sv, dv) in t.src_views.iter().zip(t.dst_views) {
-                assert!(sv.n_heads == dv.n_heads);
-                assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
-                // The norm runs in the general shape only (see `rotate_as`).
-                assert!(!WHOLE || t.norm.is_none());
-                // A norm reads the whole head before the rotation writes it: in place, that
-                // holds only when a token is one chunk (the API refuses the rest).
-                assert!(
-                    t.norm.is_none()
-                        || half <= CHUNK
-                        || !core::ptr::eq(
-                            t.src().0.cast::<u8>(),
-                            t.dst().0.cast::<u8>().cast_const()
-                        )
-                );
-                assert!(
-                    t.norm
-                        .is_none_or(|n| weight_fits(&n, sv.n_heads, job.head_dim))
-                );
-            }
-        }
-        let mut scratch = MaybeUninit::<Padded>::uninit();
-        let src = Source::new(s, &job.angles, half, &mut scratch);
-        let run = Run {
-            s,
-            src: &src,
-            first: job.first,
-            offset: job.offset,
-            tokens: job.tokens,
-            half,
-            head_dim: job.head_dim,
-            chunks: half.div_ceil(CHUNK),
-            round: job.round,
-        };
-        run.stream::<I, O, IL, ONCE, WHOLE>(self.targets);
     }
+}
+
+/// The reference tier's kernel: the general shape whatever `WHOLE` the call was given (the
+/// results are the same, see the module docs), out of line so that the whole-vector and the
+/// general kernels share it. (The reference tier has no target features to lose in a call.)
+#[inline(never)]
+fn reference<S: Simd, I: Element, O: Element, const IL: bool, const ONCE: bool>(
+    s: S,
+    targets: &mut [Target<'_, I, O>],
+    job: Job<'_>,
+) {
+    drive::<S, I, O, IL, ONCE, false>(s, targets, job)
+}
+
+/// [`Rotate`]'s body: checks every view once, then streams (see the module docs).
+#[inline(always)]
+fn drive<S: Simd, I: Element, O: Element, const IL: bool, const ONCE: bool, const WHOLE: bool>(
+    s: S,
+    targets: &mut [Target<'_, I, O>],
+    job: Job<'_>,
+) {
+    // half ≥ 1: a rope's rotary dim is at least 2 (`check_dims`).
+    let half = job.rotary_dim / 2;
+    if job.tokens == 0 {
+        return;
+    }
+    for t in targets.iter() {
+        // The API layer validated every view; the loops below rely on it for raw
+        // pointer arithmetic, so it is proven again here, once per view.
+        assert!(t.src_views.len() == t.dst_views.len());
+        for (sv, dv) in t.src_views.iter().zip(t.dst_views) {
+            assert!(sv.n_heads == dv.n_heads);
+            assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
+            // The norm runs in the general shape only (see `rotate_as`).
+            assert!(!WHOLE || t.norm.is_none());
+            // A norm reads the whole head before the rotation writes it: in place, that
+            // holds only when a token is one chunk (the API refuses the rest).
+            assert!(
+                t.norm.is_none()
+                    || half <= CHUNK
+                    || !core::ptr::eq(t.src().0.cast::<u8>(), t.dst().0.cast::<u8>().cast_const())
+            );
+            assert!(
+                t.norm
+                    .is_none_or(|n| weight_fits(&n, sv.n_heads, job.head_dim))
+            );
+        }
+    }
+    let mut scratch = MaybeUninit::<Padded>::uninit();
+    let src = Source::new(s, &job.angles, half, &mut scratch);
+    let run = Run {
+        s,
+        src: &src,
+        first: job.first,
+        offset: job.offset,
+        tokens: job.tokens,
+        half,
+        head_dim: job.head_dim,
+        chunks: half.div_ceil(CHUNK),
+        round: job.round,
+    };
+    run.stream::<I, O, IL, ONCE, WHOLE>(targets);
 }
 
 /// Whether every head `job` touches in view `v` lies inside a buffer of `len` elements.
@@ -485,52 +507,58 @@ impl<S: Simd> Run<'_, S> {
                     );
                     let pre = self.no_pre();
                     let mut h = 0;
-                    macro_rules! resident {
-                        ($nv:literal) => {{
-                            // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in
-                            // bounds in both buffers; `WHOLE`: the chunk is every pair of the
-                            // window, a whole number of vectors, and `cur` holds its table.
-                            unsafe {
-                                self.resident::<I, O, IL, ONCE, $nv>(
-                                    sbase, dbase, shs, dhs, nh, cur,
-                                )
-                            };
-                            h = nh;
-                        }};
-                    }
-                    match resident {
-                        2 => resident!(2),
-                        4 => resident!(4),
-                        8 => resident!(8),
-                        _ => {}
-                    }
-                    if single {
-                        while h + 4 <= nh {
-                            let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                            // SAFETY: (this call and the two below) heads `h .. h + H ≤
-                            // n_heads` of token `t` are windows proven in bounds in both
-                            // buffers, and `rotate` stays inside pairs `j0 .. j0 + n ≤ half` of
-                            // each; `cur` holds the item's table.
-                            unsafe {
-                                self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
-                                    p, q, shs, dhs, j0, n, cur, pre,
-                                )
-                            };
-                            self.advance::<I, IL, ONCE>(&mut next);
-                            h += 4;
+                    // Grouped heads and resident tables: not on the reference tier (see
+                    // `Simd::REFERENCE`; a constant, so its kernel does not contain them).
+                    if !S::REFERENCE {
+                        macro_rules! resident {
+                            ($nv:literal) => {{
+                                // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in
+                                // bounds in both buffers; `WHOLE`: the chunk is every pair of the
+                                // window, a whole number of vectors, and `cur` holds its table.
+                                unsafe {
+                                    self.resident::<I, O, IL, ONCE, $nv>(
+                                        sbase, dbase, shs, dhs, nh, cur,
+                                    )
+                                };
+                                h = nh;
+                            }};
                         }
-                    }
-                    if pair_heads {
-                        while h + 2 <= nh {
-                            let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                            // SAFETY: as above.
-                            unsafe {
-                                self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
-                                    p, q, shs, dhs, j0, n, cur, pre,
-                                )
-                            };
-                            self.advance::<I, IL, ONCE>(&mut next);
-                            h += 2;
+                        match resident {
+                            2 => resident!(2),
+                            4 => resident!(4),
+                            8 => resident!(8),
+                            _ => {}
+                        }
+                        if single {
+                            while h + 4 <= nh {
+                                let (p, q) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                // SAFETY: (this call and the two below) heads `h .. h + H ≤
+                                // n_heads` of token `t` are windows proven in bounds in both
+                                // buffers, and `rotate` stays inside pairs `j0 .. j0 + n ≤ half` of
+                                // each; `cur` holds the item's table.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
+                                        p, q, shs, dhs, j0, n, cur, pre,
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                                h += 4;
+                            }
+                        }
+                        if pair_heads {
+                            while h + 2 <= nh {
+                                let (p, q) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                // SAFETY: as above.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
+                                        p, q, shs, dhs, j0, n, cur, pre,
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                                h += 2;
+                            }
                         }
                     }
                     while h < nh {

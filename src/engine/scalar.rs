@@ -14,6 +14,7 @@ impl Simd for Scalar {
     const LANES: usize = 2;
     // Two f32 registers per value, of 16.
     const REGISTERS: usize = 8;
+    const REFERENCE: bool = true;
     type F = [f32; 2];
     type D = f64;
 

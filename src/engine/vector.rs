@@ -32,6 +32,11 @@ pub(crate) trait Simd: Copy {
     /// Values of [`Simd::F`] the ISA's vector registers hold at once: a kernel whose working
     /// set is larger spills to the stack.
     const REGISTERS: usize;
+    /// Whether this is the reference tier (`Scalar`). The RoPE driver runs it in its plainest
+    /// form only, one head per pass in the general shape: the other tiers' grouped heads,
+    /// whole-vector kernels and tables held in registers are checked against code that has none
+    /// of them, and the reference costs one instantiation per dtype pair, layout and rounding.
+    const REFERENCE: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.
