@@ -21,7 +21,7 @@ mod common;
 use common::{config, uniform};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use posenc::{
-    BlockQ4_0, BlockQ8_0, Layout, Rope, RopeConfig, dequantize_q4_0, dequantize_q8_0,
+    BlockQ4_0, BlockQ8_0, Error, Layout, Rope, RopeConfig, dequantize_q4_0, dequantize_q8_0,
     quantize_q4_0, quantize_q8_0,
 };
 use std::hint::black_box;
@@ -29,69 +29,73 @@ use std::hint::black_box;
 const HEADS: usize = 8;
 const HEAD_DIM: usize = 128;
 
+/// posenc's one-pass shift of a format's K cache: `(rope, blocks, heads, deltas)`.
+type Shift<B> = fn(&Rope, &mut [B], usize, &[i32]) -> Result<(), Error>;
+
+/// A format's ggml functions: quantize, dequantize, and posenc's one-pass shift.
+struct Format<B> {
+    name: &'static str,
+    quantize: fn(&[f32], &mut [B]) -> Result<(), Error>,
+    dequantize: fn(&[B], &mut [f32]) -> Result<(), Error>,
+    shift: Shift<B>,
+}
+
 fn bench(c: &mut Criterion) {
     let rope = Rope::new(&RopeConfig::new(HEAD_DIM, 500_000.0, Layout::RotateHalf)).unwrap();
+    let q8 = Format::<BlockQ8_0> {
+        name: "q8_0",
+        quantize: quantize_q8_0,
+        dequantize: dequantize_q8_0,
+        shift: |r, k, h, d| r.shift_q8_0(k, h, d),
+    };
+    let q4 = Format::<BlockQ4_0> {
+        name: "q4_0",
+        quantize: quantize_q4_0,
+        dequantize: dequantize_q4_0,
+        shift: |r, k, h, d| r.shift_q4_0(k, h, d),
+    };
     for tokens in [64usize, 1024, 4096] {
-        let n = tokens * HEADS * HEAD_DIM;
-        let x: Vec<f32> = uniform(n, 7, -1.0, 1.0);
+        let x: Vec<f32> = uniform(tokens * HEADS * HEAD_DIM, 7, -1.0, 1.0);
         let deltas = vec![-512i32; tokens];
-        let mut f = vec![0f32; n];
-        let id = format!("{tokens}x{HEADS}x{HEAD_DIM}");
-
-        let mut k8 = vec![BlockQ8_0::default(); n / 32];
-        quantize_q8_0(&x, &mut k8).unwrap();
-        let mut g = c.benchmark_group(format!("shift_q8_0/{id}"));
-        g.throughput(Throughput::Bytes(
-            (k8.len() * size_of::<BlockQ8_0>()) as u64,
-        ));
-        g.bench_function("one_pass", |b| {
-            b.iter(|| rope.shift_q8_0(black_box(&mut k8), HEADS, &deltas).unwrap())
-        });
-        g.bench_function("three_pass", |b| {
-            b.iter(|| {
-                dequantize_q8_0(black_box(&k8), &mut f).unwrap();
-                rope.shift(&mut f, HEADS, &deltas).unwrap();
-                quantize_q8_0(&f, black_box(&mut k8)).unwrap();
-            })
-        });
-        g.bench_function("pass_dequantize", |b| {
-            b.iter(|| dequantize_q8_0(black_box(&k8), black_box(&mut f)).unwrap())
-        });
-        g.bench_function("pass_shift", |b| {
-            b.iter(|| rope.shift(black_box(&mut f), HEADS, &deltas).unwrap())
-        });
-        g.bench_function("pass_quantize", |b| {
-            b.iter(|| quantize_q8_0(black_box(&f), black_box(&mut k8)).unwrap())
-        });
-        g.finish();
-
-        let mut k4 = vec![BlockQ4_0::default(); n / 32];
-        quantize_q4_0(&x, &mut k4).unwrap();
-        let mut g = c.benchmark_group(format!("shift_q4_0/{id}"));
-        g.throughput(Throughput::Bytes(
-            (k4.len() * size_of::<BlockQ4_0>()) as u64,
-        ));
-        g.bench_function("one_pass", |b| {
-            b.iter(|| rope.shift_q4_0(black_box(&mut k4), HEADS, &deltas).unwrap())
-        });
-        g.bench_function("three_pass", |b| {
-            b.iter(|| {
-                dequantize_q4_0(black_box(&k4), &mut f).unwrap();
-                rope.shift(&mut f, HEADS, &deltas).unwrap();
-                quantize_q4_0(&f, black_box(&mut k4)).unwrap();
-            })
-        });
-        g.bench_function("pass_dequantize", |b| {
-            b.iter(|| dequantize_q4_0(black_box(&k4), black_box(&mut f)).unwrap())
-        });
-        g.bench_function("pass_shift", |b| {
-            b.iter(|| rope.shift(black_box(&mut f), HEADS, &deltas).unwrap())
-        });
-        g.bench_function("pass_quantize", |b| {
-            b.iter(|| quantize_q4_0(black_box(&f), black_box(&mut k4)).unwrap())
-        });
-        g.finish();
+        group(c, &rope, &q8, tokens, &x, &deltas);
+        group(c, &rope, &q4, tokens, &x, &deltas);
     }
+}
+
+/// One format at one size: the one pass, the three passes, and each of those alone.
+fn group<B: Clone + Default>(
+    c: &mut Criterion,
+    rope: &Rope,
+    fmt: &Format<B>,
+    tokens: usize,
+    x: &[f32],
+    deltas: &[i32],
+) {
+    let mut k = vec![B::default(); x.len() / 32];
+    (fmt.quantize)(x, &mut k).unwrap();
+    let mut f = vec![0f32; x.len()];
+    let mut g = c.benchmark_group(format!("shift_{}/{tokens}x{HEADS}x{HEAD_DIM}", fmt.name));
+    g.throughput(Throughput::Bytes((k.len() * size_of::<B>()) as u64));
+    g.bench_function("one_pass", |b| {
+        b.iter(|| (fmt.shift)(rope, black_box(&mut k), HEADS, deltas).unwrap())
+    });
+    g.bench_function("three_pass", |b| {
+        b.iter(|| {
+            (fmt.dequantize)(black_box(&k), &mut f).unwrap();
+            rope.shift(&mut f, HEADS, deltas).unwrap();
+            (fmt.quantize)(&f, black_box(&mut k)).unwrap();
+        })
+    });
+    g.bench_function("pass_dequantize", |b| {
+        b.iter(|| (fmt.dequantize)(black_box(&k), black_box(&mut f)).unwrap())
+    });
+    g.bench_function("pass_shift", |b| {
+        b.iter(|| rope.shift(black_box(&mut f), HEADS, deltas).unwrap())
+    });
+    g.bench_function("pass_quantize", |b| {
+        b.iter(|| (fmt.quantize)(black_box(&f), black_box(&mut k)).unwrap())
+    });
+    g.finish();
 }
 
 criterion_group! {
