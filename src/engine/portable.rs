@@ -110,6 +110,10 @@ impl Simd for Portable {
         a * b
     }
     #[inline(always)]
+    fn dsquare_add(self, x: f64x4, acc: f64x4) -> f64x4 {
+        acc + x * x
+    }
+    #[inline(always)]
     fn narrow(self, lo: f64x4, hi: f64x4) -> f32x8 {
         let (lo, hi) = (lo.to_array(), hi.to_array());
         f32x8::new(core::array::from_fn(|i| {

@@ -297,6 +297,9 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
 /// --bench ratio` on both x86 tiers.
 const IN_CACHE_BYTES: usize = 12 << 20;
 
+/// Heads whose norm factors are computed before any of them is rotated (see `stream`).
+const NORM_GROUP: usize = 8;
+
 /// One call's constants.
 struct Run<'a, S: Simd> {
     s: S,
@@ -445,46 +448,70 @@ impl<S: Simd> Run<'_, S> {
                         } else {
                             None
                         };
-                        for h in 0..nh {
-                            let (sp, dp) =
-                                (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                            let r = match row {
-                                Some(r) => r,
-                                // SAFETY: head `h` is in bounds (above).
-                                None => scale(unsafe { self.sum_squares(sp, hd) }, hd, norm.eps),
-                            };
-                            let w = match norm.kind {
-                                NormKind::Row => norm.weight[h * hd..].as_ptr(),
-                                _ => norm.weight.as_ptr(),
-                            };
-                            let pre = Pre {
-                                r: self.s.splat(r),
-                                w,
-                                kind: norm.kind,
-                            };
-                            if partial && j0 == 0 {
-                                // SAFETY: head `h` of both views is in bounds; `w` has
-                                // `head_dim` weights (asserted in `run`).
-                                unsafe { self.pass::<I, O, ONCE, true>(sp, dp, pre) };
+                        // The `r` of up to NORM_GROUP heads first, then their rotations: the
+                        // heads' sums are independent, so the CPU overlaps them rather than
+                        // waiting on each head's sum → square root → rotation in turn. (In
+                        // place too: every head is read before it is written, and heads are
+                        // disjoint.)
+                        let mut h0 = 0;
+                        while h0 < nh {
+                            let g = (nh - h0).min(NORM_GROUP);
+                            let mut rs = [0.0f32; NORM_GROUP];
+                            if let Some(r) = row {
+                                rs = [r; NORM_GROUP];
+                            } else {
+                                // Every sum, then every factor: the divisions and square roots
+                                // of the group issue back to back, not one per head between
+                                // the sums.
+                                let mut sums = [0.0f64; NORM_GROUP];
+                                for (i, sum) in sums[..g].iter_mut().enumerate() {
+                                    // SAFETY: head `h0 + i < n_heads` is in bounds (above).
+                                    *sum = unsafe {
+                                        self.sum_squares(sbase.wrapping_add((h0 + i) * shs), hd)
+                                    };
+                                }
+                                for (r, &sum) in rs.iter_mut().zip(&sums) {
+                                    *r = scale(sum, hd, norm.eps);
+                                }
                             }
-                            // SAFETY: the windows of head `h` are in bounds, pairs `j0 .. j0 +
-                            // n ≤ half`; `cur` holds the item's table; `w` as above.
-                            unsafe {
-                                self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
-                                    sp.add(self.offset),
-                                    dp.add(self.offset),
-                                    shs,
-                                    dhs,
-                                    j0,
-                                    n,
-                                    cur,
-                                    Pre {
-                                        w: pre.w.wrapping_add(self.offset),
-                                        ..pre
-                                    },
-                                )
-                            };
-                            self.advance::<I, IL, ONCE>(&mut next);
+                            for (i, &r) in rs[..g].iter().enumerate() {
+                                let h = h0 + i;
+                                let (sp, dp) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                let w = match norm.kind {
+                                    NormKind::Row => norm.weight[h * hd..].as_ptr(),
+                                    _ => norm.weight.as_ptr(),
+                                };
+                                let pre = Pre {
+                                    r: self.s.splat(r),
+                                    w,
+                                    kind: norm.kind,
+                                };
+                                if partial && j0 == 0 {
+                                    // SAFETY: head `h` of both views is in bounds; `w` has
+                                    // `head_dim` weights (asserted in `run`).
+                                    unsafe { self.pass::<I, O, ONCE, true>(sp, dp, pre) };
+                                }
+                                // SAFETY: the windows of head `h` are in bounds, pairs `j0 ..
+                                // j0 + n ≤ half`; `cur` holds the item's table; `w` as above.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
+                                        sp.add(self.offset),
+                                        dp.add(self.offset),
+                                        shs,
+                                        dhs,
+                                        j0,
+                                        n,
+                                        cur,
+                                        Pre {
+                                            w: pre.w.wrapping_add(self.offset),
+                                            ..pre
+                                        },
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                            }
+                            h0 += g;
                         }
                         continue;
                     }
@@ -621,27 +648,59 @@ impl<S: Simd> Run<'_, S> {
     #[inline(always)]
     unsafe fn sum_squares<I: Element>(&self, p: *const I, n: usize) -> f64 {
         let (s, l) = (self.s, S::LANES);
-        let (mut lo_acc, mut hi_acc) = (s.dsplat(0.0), s.dsplat(0.0));
-        let mut tmp = [0.0f32; MAX_LANES];
+        // Four accumulators, two vectors a step: each add waits on the one two vectors back,
+        // not one (the contract leaves the order of the f64 sum free, see `RmsNorm`).
+        let mut acc = [s.dsplat(0.0); 4];
         let mut k = 0;
+        while k + 2 * l <= n {
+            for u in 0..2 {
+                // SAFETY: values `k + u·l .. k + (u + 1)·l ≤ n`.
+                let (lo, hi) = unsafe { self.widen::<I>(p.add(k + u * l)) };
+                acc[2 * u] = s.dsquare_add(lo, acc[2 * u]);
+                acc[2 * u + 1] = s.dsquare_add(hi, acc[2 * u + 1]);
+            }
+            k += 2 * l;
+        }
         while k < n {
-            let x = if k + l <= n {
+            let (lo, hi) = if k + l <= n {
                 // SAFETY: values `k .. k + l ≤ n`.
-                unsafe { s.ld::<I>(p.add(k)) }
+                unsafe { self.widen::<I>(p.add(k)) }
             } else {
                 // SAFETY: values `k .. n`; the rest of the vector is zero padding.
                 let tail = unsafe { core::slice::from_raw_parts(p.add(k), n - k) };
-                s.load(&pad(tail)[..])
+                let padded = pad(tail);
+                // SAFETY: `padded` holds `MAX_LANES ≥ l` values.
+                unsafe { self.widen::<I>(padded.as_ptr()) }
             };
-            s.store(x, &mut tmp[..]);
-            let (lo, hi) = (s.load_widen(&tmp[..]), s.load_widen(&tmp[l / 2..]));
-            lo_acc = s.dadd(lo_acc, s.dmul(lo, lo));
-            hi_acc = s.dadd(hi_acc, s.dmul(hi, hi));
+            acc[0] = s.dsquare_add(lo, acc[0]);
+            acc[1] = s.dsquare_add(hi, acc[1]);
             k += l;
         }
         let mut out = [0.0f64; MAX_LANES];
-        s.store_d(s.dadd(lo_acc, hi_acc), &mut out[..]);
+        s.store_d(
+            s.dadd(s.dadd(acc[0], acc[1]), s.dadd(acc[2], acc[3])),
+            &mut out[..],
+        );
         out[..l / 2].iter().sum()
+    }
+
+    /// The `LANES` values of `I` at `p` as f64 (exact): the low half and the high half.
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable.
+    #[inline(always)]
+    unsafe fn widen<I: Element>(&self, p: *const I) -> (S::D, S::D) {
+        let (s, l) = (self.s, S::LANES);
+        if I::DTYPE == Dtype::F32 {
+            let p = p.cast::<f32>();
+            // SAFETY: `I` is f32 (its dtype), and both halves are in `p .. p + l`.
+            unsafe { (s.ld_widen(p), s.ld_widen(p.add(l / 2))) }
+        } else {
+            let mut tmp = [0.0f32; MAX_LANES];
+            // SAFETY: the caller's precondition.
+            s.store(unsafe { s.ld::<I>(p) }, &mut tmp[..]);
+            (s.load_widen(&tmp[..]), s.load_widen(&tmp[l / 2..]))
+        }
     }
 
     /// The channels of a head outside its rotary window, from `p` (source head) to `q`

@@ -86,6 +86,10 @@ impl Simd for Scalar {
         a * b
     }
     #[inline(always)]
+    fn dsquare_add(self, x: f64, acc: f64) -> f64 {
+        acc + x * x
+    }
+    #[inline(always)]
     fn narrow(self, lo: f64, hi: f64) -> [f32; 2] {
         [lo as f32, hi as f32]
     }

@@ -78,6 +78,9 @@ pub(crate) trait Simd: Copy {
     fn dsub(self, a: Self::D, b: Self::D) -> Self::D;
     /// `a · b`.
     fn dmul(self, a: Self::D, b: Self::D) -> Self::D;
+    /// `acc + x·x` where `x·x` is exact in f64 (`x` widened from f32): one fused operation
+    /// where the tier has it, a product and a sum elsewhere, the same bits either way.
+    fn dsquare_add(self, x: Self::D, acc: Self::D) -> Self::D;
     /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
     fn narrow(self, lo: Self::D, hi: Self::D) -> Self::F;
     /// [`Simd::quadrant`] on f64 lanes: `k` in the low mantissa bits of each lane of `y`.

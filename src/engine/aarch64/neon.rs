@@ -162,6 +162,11 @@ impl Simd for Neon {
         unsafe { F64x4(vmulq_f64(a.0, b.0), vmulq_f64(a.1, b.1)) }
     }
     #[inline(always)]
+    fn dsquare_add(self, x: F64x4, acc: F64x4) -> F64x4 {
+        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
+        unsafe { F64x4(vfmaq_f64(acc.0, x.0, x.0), vfmaq_f64(acc.1, x.1, x.1)) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: F64x4, hi: F64x4) -> F32x8 {
         // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
         unsafe {

@@ -139,6 +139,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_mul_pd(a, b) }
     }
     #[inline(always)]
+    fn dsquare_add(self, x: __m256d, acc: __m256d) -> __m256d {
+        // SAFETY: an `Avx2` token exists only on a CPU with AVX2, FMA and F16C (`Avx2::new`).
+        unsafe { _mm256_fmadd_pd(x, x, acc) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: __m256d, hi: __m256d) -> __m256 {
         // SAFETY: an `Avx2` token exists only on a CPU with AVX2, FMA and F16C (`Avx2::new`).
         unsafe {

@@ -179,6 +179,11 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         unsafe { _mm512_mul_pd(a, b) }
     }
     #[inline(always)]
+    fn dsquare_add(self, x: __m512d, acc: __m512d) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_fmadd_pd(x, x, acc) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: __m512d, hi: __m512d) -> __m512 {
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
         unsafe {
