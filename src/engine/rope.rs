@@ -332,6 +332,9 @@ struct Pre<F> {
     r: F,
     w: *const f32,
     kind: NormKind,
+    /// Added to each weight: 1 for Gemma's `1 + w`, else −0.0, which leaves every value
+    /// (−0.0 included) as it is, so one loop serves every kind without a branch per vector.
+    one: F,
 }
 
 impl<S: Simd> Run<'_, S> {
@@ -486,6 +489,11 @@ impl<S: Simd> Run<'_, S> {
                                     r: self.s.splat(r),
                                     w,
                                     kind: norm.kind,
+                                    one: self.s.splat(if norm.kind == NormKind::HeadOnePlus {
+                                        1.0
+                                    } else {
+                                        -0.0
+                                    }),
                                 };
                                 if partial && j0 == 0 {
                                     // SAFETY: head `h` of both views is in bounds; `w` has
@@ -630,6 +638,7 @@ impl<S: Simd> Run<'_, S> {
             r: self.s.splat(1.0),
             w: core::ptr::null(),
             kind: NormKind::Head,
+            one: self.s.splat(-0.0),
         }
     }
 
@@ -749,16 +758,12 @@ impl<S: Simd> Run<'_, S> {
     fn pre<I: Element, const ONCE: bool>(&self, x: S::F, w: S::F, pre: Pre<S::F>) -> S::F {
         let s = self.s;
         let xr = s.mul(x, pre.r);
+        if ONCE {
+            return s.mul(s.add(w, pre.one), xr);
+        }
         match pre.kind {
-            NormKind::HeadOnePlus => {
-                let v = s.mul(xr, s.add(w, s.splat(1.0)));
-                if ONCE { v } else { s.round_to::<I>(v) }
-            }
-            NormKind::Head if !ONCE => s.round_to::<I>(s.mul(w, s.round_to::<I>(xr))),
-            _ => {
-                let v = s.mul(w, xr);
-                if ONCE { v } else { s.round_to::<I>(v) }
-            }
+            NormKind::Head => s.round_to::<I>(s.mul(w, s.round_to::<I>(xr))),
+            _ => s.round_to::<I>(s.mul(s.add(w, pre.one), xr)),
         }
     }
 
