@@ -390,11 +390,11 @@ fn norm_f32(x: &[f32], n_heads: usize, hd: usize, kind: Kind, w: &[f32], eps: f3
 fn normed_case<I: Element, O: Element>(rng: &mut Rng, b: Backend, layout: Layout) {
     for &(hd, rd, off) in SHAPES {
         let rope = rope_on(b, hd, rd, off, layout, Scaling::None);
-        // 11 heads: the kernels take the norm factors of a group of heads before rotating
+        // 19 heads: the kernels take the norm factors of a group of 16 heads before rotating
         // them, so one full group and a partial one.
         for (kind, (tokens, n_heads)) in [Kind::Head, Kind::OnePlus, Kind::Row]
             .into_iter()
-            .flat_map(|k| [(k, (3, 3)), (k, (2, 11))])
+            .flat_map(|k| [(k, (3, 3)), (k, (2, 19))])
         {
             let w = weights(rng, kind, n_heads, hd);
             let eps = 1e-6;

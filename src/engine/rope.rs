@@ -298,7 +298,7 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
 const IN_CACHE_BYTES: usize = 12 << 20;
 
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
-const NORM_GROUP: usize = 8;
+const NORM_GROUP: usize = 16;
 
 /// One call's constants.
 struct Run<'a, S: Simd> {
