@@ -205,7 +205,12 @@ impl Block for BlockQ8_0 {
         for (w, &v) in wide.iter_mut().zip(x) {
             *w = round_i8_wide(v * id);
         }
-        let qs = wide.map(|w| w as i8);
+        // A plain loop, not `map`: `map` went out of line (`try_map`) and wrote the bytes one
+        // at a time, which the block's 32-byte copy then waited on.
+        let mut qs = [0i8; BLOCK];
+        for (q, &w) in qs.iter_mut().zip(&wide) {
+            *q = w as i8;
+        }
         BlockQ8_0 {
             d: f32_to_f16_bits(d),
             qs,
