@@ -109,6 +109,15 @@ fn amax_bits(x: &[f32; BLOCK]) -> u32 {
     m.iter().fold(0, |a, &b| a.max(b))
 }
 
+/// ggml's running maximum of `|x[j]|` in its order, NaN and all: the path of a block holding a
+/// NaN. Out of line: inlined, LLVM shared its magnitudes with [`amax_bits`] and took that
+/// reduction apart into scalar compares (`cargo bench --bench quant`).
+#[cold]
+#[inline(never)]
+fn ggml_amax(x: &[f32; BLOCK]) -> f32 {
+    x.iter().fold(0.0, |a, &v| gmax(a, abs(v)))
+}
+
 /// Bits above those of infinity: a NaN.
 const NAN_BITS: u32 = 0x7F80_0000;
 
@@ -192,7 +201,7 @@ impl Block for BlockQ8_0 {
     fn quantize(x: &[f32; BLOCK]) -> BlockQ8_0 {
         let bits = amax_bits(x);
         let amax = if bits > NAN_BITS {
-            x.iter().fold(0.0, |a, &v| gmax(a, abs(v))) // ggml's loop, NaN and all
+            ggml_amax(x)
         } else {
             f32::from_bits(bits)
         };
