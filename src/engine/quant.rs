@@ -78,8 +78,18 @@ pub struct BlockQ4_0 {
 pub(crate) trait Block: Copy {
     /// The block's values (exact: an int of at most 8 bits times an f16 is an f32).
     fn dequantize(&self, out: &mut [f32; BLOCK]);
+    /// What ggml divides to get the scale: `amax` (Q8_0) or the signed `max` (Q4_0).
+    fn peak(x: &[f32; BLOCK]) -> f32;
+    /// The divisor: `d = peak / DIVISOR`.
+    const DIVISOR: f32;
+    /// The block of `x` with the f32 scale `d` and `id = inverse(d)`.
+    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> Self;
     /// ggml's reference quantization of `x`.
-    fn quantize(x: &[f32; BLOCK]) -> Self;
+    #[inline(always)]
+    fn quantize(x: &[f32; BLOCK]) -> Self {
+        let d = Self::peak(x) / Self::DIVISOR;
+        Self::encode(x, d, inverse(d))
+    }
 }
 
 /// `|v|` (`fabsf`): the sign bit cleared.
@@ -198,15 +208,19 @@ impl Block for BlockQ8_0 {
     }
 
     #[inline(always)]
-    fn quantize(x: &[f32; BLOCK]) -> BlockQ8_0 {
+    fn peak(x: &[f32; BLOCK]) -> f32 {
         let bits = amax_bits(x);
-        let amax = if bits > NAN_BITS {
+        if bits > NAN_BITS {
             ggml_amax(x)
         } else {
             f32::from_bits(bits)
-        };
-        let d = amax / 127.0;
-        let id = inverse(d);
+        }
+    }
+
+    const DIVISOR: f32 = 127.0;
+
+    #[inline(always)]
+    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> BlockQ8_0 {
         // Two loops, the rounding in i32 lanes and then the low bytes: written as one, the
         // loop narrowed each value with a byte insert, and measured slower in `cargo bench
         // --bench quant`. (Q4_0's nibbles split the same way measured slower.)
@@ -240,9 +254,9 @@ impl Block for BlockQ4_0 {
     }
 
     #[inline(always)]
-    fn quantize(x: &[f32; BLOCK]) -> BlockQ4_0 {
+    fn peak(x: &[f32; BLOCK]) -> f32 {
         let bits = amax_bits(x);
-        let max = if bits > NAN_BITS {
+        if bits > NAN_BITS {
             // ggml's loop as written: `amax < |v|` is false for NaN.
             let (mut amax, mut max) = (0.0f32, 0.0f32);
             for &v in x {
@@ -261,9 +275,13 @@ impl Block for BlockQ4_0 {
                 max = if abs(v) == amax && amax > 0.0 { v } else { max };
             }
             max
-        };
-        let d = max / -8.0;
-        let id = inverse(d);
+        }
+    }
+
+    const DIVISOR: f32 = -8.0;
+
+    #[inline(always)]
+    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> BlockQ4_0 {
         let mut qs = [0u8; BLOCK / 2];
         let (lo, hi) = x.split_at(BLOCK / 2);
         for ((q, &a), &b) in qs.iter_mut().zip(lo).zip(hi) {
@@ -274,6 +292,14 @@ impl Block for BlockQ4_0 {
             qs,
         }
     }
+}
+
+/// Block `i` of `x`.
+#[inline(always)]
+fn block(x: &[f32], i: usize) -> &[f32; BLOCK] {
+    x[i * BLOCK..(i + 1) * BLOCK]
+        .try_into()
+        .expect("chunks of BLOCK")
 }
 
 /// ggml's `MIN(15, (int8_t)(x0 + 8.5f))` stored into a `uint8_t`.
@@ -309,9 +335,37 @@ pub(crate) struct Quantize<'a, B> {
 impl<B: Block> Kernel for Quantize<'_, B> {
     type Output = ();
 
+    /// ```text
+    /// for each group of GROUP blocks:
+    ///     peak of every block; d = peak / DIVISOR and id = 1 / d for all (vector divisions)
+    ///     encode every block with its d and id
+    /// ```
+    /// A block alone is one chain (peak → d → id → codes) that the CPU cannot overlap with the
+    /// next block's: its loop is too long. Grouped, the divisions of the group run together.
     #[inline(always)]
     fn run<S: Simd>(self, _s: S) {
-        for (o, x) in self.out.iter_mut().zip(self.x.chunks_exact(BLOCK)) {
+        const GROUP: usize = 8;
+        let mut outs = self.out.chunks_exact_mut(GROUP);
+        let mut xs = self.x.chunks_exact(GROUP * BLOCK);
+        for (o, x) in (&mut outs).zip(&mut xs) {
+            let mut d = [0.0f32; GROUP];
+            for (i, d) in d.iter_mut().enumerate() {
+                *d = B::peak(block(x, i));
+            }
+            let mut id = [0.0f32; GROUP];
+            for (d, id) in d.iter_mut().zip(&mut id) {
+                *d /= B::DIVISOR;
+                *id = inverse(*d);
+            }
+            for (i, o) in o.iter_mut().enumerate() {
+                *o = B::encode(block(x, i), d[i], id[i]);
+            }
+        }
+        for (o, x) in outs
+            .into_remainder()
+            .iter_mut()
+            .zip(xs.remainder().chunks_exact(BLOCK))
+        {
             let x: &[f32; BLOCK] = x.try_into().expect("chunks of BLOCK");
             *o = B::quantize(x);
         }
