@@ -473,6 +473,8 @@ impl<S: Simd> Run<'_, S> {
                                         self.sum_squares(sbase.wrapping_add((h0 + i) * shs), hd)
                                     };
                                 }
+                                // (All NORM_GROUP lanes, the unused ones too: a loop of
+                                // fixed length is what LLVM vectorises.)
                                 for (r, &sum) in rs.iter_mut().zip(&sums) {
                                     *r = scale(sum, hd, norm.eps);
                                 }
