@@ -954,3 +954,119 @@ fn differing<T: Element>(a: &[T], b: &[T]) -> usize {
     let bits = |v: &T| v.to_f32().to_bits();
     a.iter().zip(b).filter(|(x, y)| bits(x) != bits(y)).count()
 }
+
+/// `len` values of `src` copied to a buffer that starts `skew` elements past a 64-byte boundary;
+/// returns the buffer and where the copy starts in it.
+fn placed<T: Dt>(src: &[T], skew: usize) -> (Vec<T>, usize) {
+    let mut buf = vec![T::from_f32(0.0); src.len() + 64];
+    let size = core::mem::size_of::<T>();
+    let at = (buf.as_ptr() as usize / size).wrapping_neg() % (64 / size) + skew;
+    buf[at..at + src.len()].copy_from_slice(src);
+    (buf, at)
+}
+
+/// A buffer's address decides which loop a tier runs (AVX2 and AVX-512 move f32 windows that
+/// start half a vector past a vector boundary on whole vectors, their end pieces together):
+/// every backend's rotation of buffers at every element offset in a cache line is bitwise its
+/// rotation of a 64-byte-aligned one, and (whole windows) matches Scalar under the backend's
+/// policy. Shapes where the tiers hold tables in registers (one token: four heads per pass and
+/// a remainder; several tokens in cache), partial windows at an offset, apply, the table path
+/// and rotate-into between two skewed f32 buffers.
+#[test]
+fn rotations_at_every_buffer_offset_vs_aligned_and_scalar() {
+    let mut rng = Rng::new(0xA11C);
+    for (head_dim, rotary_dim, offset) in [
+        (32, 32, 0),
+        (64, 64, 0),
+        (128, 128, 0),
+        (160, 128, 16),
+        (136, 128, 8),
+    ] {
+        for layout in [Layout::Interleaved, Layout::RotateHalf] {
+            for (n_heads, tokens) in [(1, 1), (6, 1), (3, 4)] {
+                let cfg = RopeConfig::new(head_dim, 1e4, layout)
+                    .rotary_dim(rotary_dim)
+                    .rotary_offset(offset);
+                let rope = Rope::new(&cfg).unwrap();
+                let positions: Vec<i32> = (0..tokens).map(|_| rng.position()).collect();
+                let x: Vec<f32> = (0..tokens * n_heads * head_dim)
+                    .map(|_| rng.value())
+                    .collect();
+                let len = x.len();
+                let (mut rc, mut rs) = (
+                    vec![0f32; tokens * rotary_dim / 2],
+                    vec![0f32; tokens * rotary_dim / 2],
+                );
+                let scalar = rope.with_backend(Backend::Scalar).unwrap();
+                scalar.fill_cos_sin(&positions, &mut rc, &mut rs).unwrap();
+                let mut want = x.clone();
+                scalar.apply(&mut want, n_heads, &positions[..]).unwrap();
+                for backend in available() {
+                    let rope = rope.with_backend(backend).unwrap();
+                    let mut tbuf = vec![0f32; rope.table_len(tokens)];
+                    let table = rope.table(&positions, &mut tbuf).unwrap();
+                    let (mut a, a0) = placed(&x, 0);
+                    rope.apply(&mut a[a0..a0 + len], n_heads, &positions[..])
+                        .unwrap();
+                    let aligned = a[a0..a0 + len].to_vec();
+                    if offset == 0 {
+                        let p = Problem {
+                            n_heads,
+                            head_dim,
+                            rotary_dim,
+                            layout,
+                            x: &x,
+                            cos: &rc,
+                            sin: &rs,
+                        };
+                        compare(policy(backend).0, &p, &aligned, &want)
+                            .unwrap_or_else(|e| panic!("{backend:?} {head_dim} {layout:?}: {e}"));
+                    }
+                    for skew in 0..16 {
+                        let ctx = format!(
+                            "{backend:?} head_dim {head_dim} rotary {rotary_dim}+{offset} {layout:?} \
+                             heads {n_heads} tokens {tokens} skew {skew}"
+                        );
+                        let (mut b, b0) = placed(&x, skew);
+                        rope.apply(&mut b[b0..b0 + len], n_heads, &positions[..])
+                            .unwrap();
+                        assert!(
+                            b[b0..b0 + len]
+                                .iter()
+                                .zip(&aligned)
+                                .all(|(u, v)| u.to_bits() == v.to_bits()),
+                            "apply, {ctx}"
+                        );
+                        let (mut c, c0) = placed(&x, skew);
+                        rope.apply(&mut c[c0..c0 + len], n_heads, table).unwrap();
+                        assert!(
+                            c[c0..c0 + len]
+                                .iter()
+                                .zip(&aligned)
+                                .all(|(u, v)| u.to_bits() == v.to_bits()),
+                            "table, {ctx}"
+                        );
+                        let (mut d, d0) = placed(&vec![f32::NAN; len], skew);
+                        let view = posenc::View::token_major(n_heads, head_dim);
+                        let (src, s0) = placed(&x, skew);
+                        rope.apply_into(
+                            &src[s0..s0 + len],
+                            n_heads,
+                            &mut d[d0..d0 + len],
+                            view,
+                            &positions[..],
+                        )
+                        .unwrap();
+                        assert!(
+                            d[d0..d0 + len]
+                                .iter()
+                                .zip(&aligned)
+                                .all(|(u, v)| u.to_bits() == v.to_bits()),
+                            "apply_into, {ctx}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

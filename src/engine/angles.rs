@@ -65,6 +65,24 @@ impl Tab {
         unsafe { (s.ld_f32(c.add(k)), s.ld_f32(sn.add(k))) }
     }
 
+    /// The cos and sin vectors of entries `lo .. lo + LANES/2` (low lanes) and `hi .. hi +
+    /// LANES/2` (high lanes): the table of a window's two end pieces (see `Run::resident`).
+    ///
+    /// # Safety
+    /// Both ranges lie below `TAB` and were written for the current chunk.
+    #[inline(always)]
+    pub(crate) unsafe fn get_halves<S: Simd>(&self, s: S, lo: usize, hi: usize) -> (S::F, S::F) {
+        debug_assert!(lo.max(hi) + S::LANES / 2 <= TAB);
+        let (c, sn) = (self.c.as_ptr().cast::<f32>(), self.s.as_ptr().cast::<f32>());
+        // SAFETY: in bounds of both arrays and initialised (the caller's precondition).
+        unsafe {
+            (
+                s.ld_f32_halves(c.add(lo), c.add(hi)),
+                s.ld_f32_halves(sn.add(lo), sn.add(hi)),
+            )
+        }
+    }
+
     /// Stores a block's cos and sin at entry `k`.
     #[inline(always)]
     fn put<S: Simd>(&mut self, s: S, k: usize, c: S::F, sn: S::F) {

@@ -48,6 +48,13 @@
 //!   instead of stalling the stream once per token. Spreading it differently, splitting a
 //!   single token's table in two, software prefetch and fully unrolled heads measured no
 //!   better.
+//! * f32 windows half a vector past a vector boundary (on AVX2, every buffer `malloc` places,
+//!   16 bytes past a page) run on vector boundaries, their two end pieces together in one
+//!   vector of two halves (`Run::rotate_skewed`): their straddling vector accesses made every
+//!   in-cache shape slower than on an aligned buffer (`cargo bench --bench ratio`, its last
+//!   column; a loop of one shape at every offset of a cache line for the split). Not with one
+//!   head per pass (interleaved streaming): there a table load serves one head, and the table
+//!   loaded as halves cost what the split data accesses did.
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
 //!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!
@@ -517,6 +524,7 @@ impl<S: Simd> Run<'_, S> {
                                             w: pre.w.wrapping_add(self.offset),
                                             ..pre
                                         },
+                                        false,
                                     )
                                 };
                                 self.advance::<I, IL, ONCE>(&mut next);
@@ -542,6 +550,15 @@ impl<S: Simd> Run<'_, S> {
                         sbase.wrapping_add(self.offset),
                         dbase.wrapping_add(self.offset),
                     );
+                    // f32 windows half a vector past a vector boundary, all of them (the
+                    // strides keep the offset), on a tier with native half-vector accesses:
+                    // moved on vector boundaries (see `Run::rotate_skewed`).
+                    let skewed = WHOLE
+                        && S::HALVES
+                        && I::DTYPE == Dtype::F32
+                        && O::DTYPE == Dtype::F32
+                        && half_skewed::<S>(sbase.addr(), [sv.token_stride, shs])
+                        && half_skewed::<S>(dbase.addr(), [dv.token_stride, dhs]);
                     let pre = self.no_pre();
                     let mut h = 0;
                     // Grouped heads and resident tables: not on the reference tier (see
@@ -551,11 +568,18 @@ impl<S: Simd> Run<'_, S> {
                             ($nv:literal) => {{
                                 // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in
                                 // bounds in both buffers; `WHOLE`: the chunk is every pair of the
-                                // window, a whole number of vectors, and `cur` holds its table.
+                                // window, a whole number of vectors, and `cur` holds its table;
+                                // `skewed` only for f32 windows half a vector off a boundary.
                                 unsafe {
-                                    self.resident::<I, O, IL, ONCE, $nv>(
-                                        sbase, dbase, shs, dhs, nh, cur,
-                                    )
+                                    if skewed {
+                                        self.resident::<I, O, IL, ONCE, $nv, true>(
+                                            sbase, dbase, shs, dhs, nh, cur,
+                                        )
+                                    } else {
+                                        self.resident::<I, O, IL, ONCE, $nv, false>(
+                                            sbase, dbase, shs, dhs, nh, cur,
+                                        )
+                                    }
                                 };
                                 h = nh;
                             }};
@@ -576,7 +600,7 @@ impl<S: Simd> Run<'_, S> {
                                 // each; `cur` holds the item's table.
                                 unsafe {
                                     self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
-                                        p, q, shs, dhs, j0, n, cur, pre,
+                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
                                     )
                                 };
                                 self.advance::<I, IL, ONCE>(&mut next);
@@ -590,7 +614,7 @@ impl<S: Simd> Run<'_, S> {
                                 // SAFETY: as above.
                                 unsafe {
                                     self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
-                                        p, q, shs, dhs, j0, n, cur, pre,
+                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
                                     )
                                 };
                                 self.advance::<I, IL, ONCE>(&mut next);
@@ -603,7 +627,7 @@ impl<S: Simd> Run<'_, S> {
                         // SAFETY: as above.
                         unsafe {
                             self.rotate::<I, O, IL, ONCE, WHOLE, false, 1>(
-                                p, q, shs, dhs, j0, n, cur, pre,
+                                p, q, shs, dhs, j0, n, cur, pre, skewed,
                             )
                         };
                         self.advance::<I, IL, ONCE>(&mut next);
@@ -800,7 +824,8 @@ impl<S: Simd> Run<'_, S> {
     /// # Safety
     /// `p0 + i·ps .. p0 + i·ps + 2·half` (`i < H`) are readable windows, `q0 + i·qs ..` writable
     /// ones (the same windows in place, else disjoint); `j0 + n ≤ half`; `tab` holds the table
-    /// of this chunk (`n` pairs); when `NORM`, `pre.w .. + 2·half` is readable.
+    /// of this chunk (`n` pairs); when `NORM`, `pre.w .. + 2·half` is readable; `skewed` only
+    /// as [`Run::rotate_skewed`] requires.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn rotate<
@@ -821,8 +846,15 @@ impl<S: Simd> Run<'_, S> {
         n: usize,
         tab: &Tab,
         pre: Pre<S::F>,
+        skewed: bool,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
+        if WHOLE && skewed && H > 1 {
+            // SAFETY: the caller's precondition; `skewed`: f32 windows half a vector past a
+            // boundary, whole ones (`WHOLE`).
+            unsafe { self.rotate_skewed::<I, O, IL, ONCE, H>(p0, q0, ps, qs, tab) };
+            return;
+        }
         let (j0, n) = if WHOLE { (0, half) } else { (j0, n) };
         let w = pre.w;
         if IL {
@@ -909,6 +941,72 @@ impl<S: Simd> Run<'_, S> {
         }
     }
 
+    /// [`Run::rotate`] of whole f32 windows (`WHOLE`) that each start `e = LANES/2` values past
+    /// a vector boundary, as a `malloc`ed buffer's do on AVX2. Vector accesses at those
+    /// addresses straddle a cache line every other vector, and each such access costs two; so
+    /// every access here lies on a boundary (measured with `cargo bench --bench ratio`, whose
+    /// last column times such buffers):
+    ///
+    /// ```text
+    /// a run of m values (rotate_half: each half of the window, the same pairs; interleaved: the window)
+    ///   [0, e) | [e, e + L) … [m − e − L, m − e) | [m − e, m)
+    ///   piece  |  whole vectors, on boundaries    |  piece
+    /// whole vectors: as `rotate`, the table loaded at their own entries (as two halves)
+    /// the two pieces in one vector (`Run::ends`): lanes 0..e = values 0..e, lanes e..L = m−e..m,
+    ///   each half a vector, loaded and stored on its own; its table gathered the same way
+    /// ```
+    ///
+    /// Each value gets the operations `rotate` gives it, in another lane: the results are
+    /// bitwise the same (`e` is even, so interleaved pairs stay whole).
+    ///
+    /// # Safety
+    /// As [`Run::rotate`] with `WHOLE`; `I` and `O` are f32.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn rotate_skewed<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const H: usize,
+    >(
+        &self,
+        p0: *const I,
+        q0: *mut O,
+        ps: usize,
+        qs: usize,
+        tab: &Tab,
+    ) {
+        let (s, l, half) = (self.s, S::LANES, self.half);
+        let (e, m) = (l / 2, if IL { 2 * half } else { half });
+        for k in (e..m - e).step_by(l) {
+            // The table is aligned, so entries `k ..` (half a vector past a boundary) load as
+            // two halves too: a table load here serves only `H` heads.
+            // SAFETY: entries `k .. k + l ≤ m` were written for this chunk.
+            let (c, sn) = unsafe { tab.get_halves(s, k, k + e) };
+            for i in 0..H {
+                // SAFETY: values `k .. k + l ≤ m` of window `i` (rotate_half: and `half` further).
+                unsafe {
+                    let (p, q) = (p0.add(i * ps), q0.add(i * qs));
+                    if IL {
+                        self.inter::<I, O, ONCE>(s.ld::<I>(p.add(k)), q.add(k), c, sn);
+                    } else {
+                        let (x, y) = (s.ld::<I>(p.add(k)), s.ld::<I>(p.add(half + k)));
+                        self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c, sn);
+                    }
+                }
+            }
+        }
+        // SAFETY: entries `0 .. e` and `m − e .. m` were written for this chunk.
+        let (c, sn) = unsafe { tab.get_halves(s, 0, m - e) };
+        for i in 0..H {
+            // SAFETY: window `i` (the caller's precondition), f32.
+            unsafe {
+                self.ends::<I, IL, ONCE>(p0.add(i * ps).cast(), q0.add(i * qs).cast(), c, sn)
+            };
+        }
+    }
+
     /// Rotates the rotary windows of heads `0 .. nh` at `p0 + h·ps` into `q0 + h·qs`, every
     /// pair of each, with the chunk's table loaded into `NV` pairs of registers once for all
     /// of them:
@@ -926,6 +1024,9 @@ impl<S: Simd> Run<'_, S> {
     /// The windows `p0 + h·ps .. + 2·half` (`h < nh`) are readable, `q0 + h·qs ..` writable
     /// (the same windows in place, else disjoint); `tab` holds the table of every pair of the
     /// window, and `NV · LANES` is `half` (rotate_half) or `2·half` (interleaved).
+    ///
+    /// `SKEW`: the windows are [`Run::rotate_skewed`]'s, vector `v` starts at `LANES/2 +
+    /// v·LANES` and the last register pair holds the table of the two end pieces.
     #[inline(always)]
     unsafe fn resident<
         I: Element,
@@ -933,6 +1034,7 @@ impl<S: Simd> Run<'_, S> {
         const IL: bool,
         const ONCE: bool,
         const NV: usize,
+        const SKEW: bool,
     >(
         &self,
         p0: *const I,
@@ -943,16 +1045,29 @@ impl<S: Simd> Run<'_, S> {
         tab: &Tab,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
-        debug_assert!(NV * l == if IL { 2 * half } else { half });
+        let m = if IL { 2 * half } else { half };
+        debug_assert!(NV * l == m);
+        let (e, whole) = if SKEW { (l / 2, NV - 1) } else { (0, NV) };
         let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
         for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
-            // SAFETY: entries `v·LANES .. + LANES ≤ NV·LANES` were written for this chunk.
-            (*c, *sn) = unsafe { tab.get(s, v * l) };
+            // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
+            // pieces `0 .. e`, `m − e .. m`, were written for this chunk.
+            (*c, *sn) = unsafe {
+                if v < whole {
+                    tab.get(s, e + v * l)
+                } else {
+                    tab.get_halves(s, 0, m - e)
+                }
+            };
         }
         for h in 0..nh {
             let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
-            for (v, (&c, &sn)) in c.iter().zip(&sn).enumerate() {
-                let k = v * l;
+            if SKEW {
+                // SAFETY: the window of head `h` (the caller's precondition), f32 (`SKEW`).
+                unsafe { self.ends::<I, IL, ONCE>(p.cast(), q.cast(), c[NV - 1], sn[NV - 1]) };
+            }
+            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate() {
+                let k = e + v * l;
                 // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
                 // partner `half` further), inside the window (the caller's precondition).
                 unsafe {
@@ -987,6 +1102,41 @@ impl<S: Simd> Run<'_, S> {
         unsafe {
             s.st::<O>(self.rot::<I, ONCE>(x, c, y, sn, true), a);
             s.st::<O>(self.rot::<I, ONCE>(y, c, x, sn, false), b);
+        }
+    }
+
+    /// The two end pieces of a skewed window (see [`Run::rotate_skewed`]) in one vector,
+    /// `c`, `sn` their table: each piece half a vector, loaded and stored on its own.
+    ///
+    /// # Safety
+    /// `p .. p + 2·half` is a readable f32 window, `q ..` the same window or a disjoint
+    /// writable one; `I` is f32 (it names the rounding of the HF modes).
+    #[inline(always)]
+    unsafe fn ends<I: Element, const IL: bool, const ONCE: bool>(
+        &self,
+        p: *const f32,
+        q: *mut f32,
+        c: S::F,
+        sn: S::F,
+    ) {
+        let (s, half) = (self.s, self.half);
+        let e = S::LANES / 2;
+        debug_assert!(I::DTYPE == Dtype::F32);
+        // SAFETY: every piece lies inside the window (`e ≤ half`; the caller's precondition).
+        unsafe {
+            if IL {
+                let m = 2 * half;
+                let v = s.ld_f32_halves(p, p.add(m - e));
+                let r = self.rot::<I, ONCE>(v, c, s.swap_pairs(v), sn, false);
+                s.st_f32_halves(r, q, q.add(m - e));
+            } else {
+                let x = s.ld_f32_halves(p, p.add(half - e));
+                let y = s.ld_f32_halves(p.add(half), p.add(2 * half - e));
+                let a = self.rot::<I, ONCE>(x, c, y, sn, true);
+                let b = self.rot::<I, ONCE>(y, c, x, sn, false);
+                s.st_f32_halves(a, q, q.add(half - e));
+                s.st_f32_halves(b, q.add(half), q.add(2 * half - e));
+            }
         }
     }
 
@@ -1040,6 +1190,14 @@ impl<S: Simd> Run<'_, S> {
         // to `T` rounds the same value again, which changes nothing.
         s.round_to::<T>(v)
     }
+}
+
+/// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
+/// and `strides` (in values) keep every other window of the view there too.
+#[inline(always)]
+fn half_skewed<S: Simd>(at: usize, strides: [usize; 2]) -> bool {
+    let v = S::LANES * size_of::<f32>();
+    at % v == v / 2 && strides.iter().all(|s| s.is_multiple_of(S::LANES))
 }
 
 /// The RMSNorm factor `1 / sqrt(mean + eps)` of `n` values whose squares sum to `sum`: the

@@ -37,6 +37,12 @@ pub(crate) trait Simd: Copy {
     /// whole-vector kernels and tables held in registers are checked against code that has none
     /// of them, and the reference costs one instantiation per dtype pair, layout and rounding.
     const REFERENCE: bool = false;
+    /// Whether [`Simd::ld_f32_halves`] and [`Simd::st_f32_halves`] are two native accesses of
+    /// half a vector each. Half a vector at an address that is a multiple of its size never
+    /// straddles a cache line, so the RoPE driver then moves an f32 window that starts half a
+    /// vector past a vector boundary (a `malloc`ed buffer on AVX2) on whole-vector boundaries,
+    /// its two end pieces together in one vector (see `engine/rope.rs`).
+    const HALVES: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.
@@ -96,6 +102,35 @@ pub(crate) trait Simd: Copy {
     /// # Safety
     /// `p .. p + LANES` is writable.
     unsafe fn st_f32(self, v: Self::F, p: *mut f32);
+    /// Lanes `0 .. LANES/2` from `lo`, lanes `LANES/2 .. LANES` from `hi`: two half vectors
+    /// (here through a copy; tiers with [`Simd::HALVES`] load each half directly).
+    ///
+    /// # Safety
+    /// `lo .. lo + LANES/2` and `hi .. hi + LANES/2` are readable.
+    #[inline(always)]
+    unsafe fn ld_f32_halves(self, lo: *const f32, hi: *const f32) -> Self::F {
+        let (h, mut b) = (Self::LANES / 2, [0f32; MAX_LANES]);
+        // SAFETY: the caller's precondition; `b` holds `2h = LANES ≤ MAX_LANES` values.
+        unsafe {
+            core::ptr::copy_nonoverlapping(lo, b.as_mut_ptr(), h);
+            core::ptr::copy_nonoverlapping(hi, b.as_mut_ptr().add(h), h);
+        }
+        self.load(&b)
+    }
+    /// Lanes `0 .. LANES/2` of `v` to `lo`, lanes `LANES/2 .. LANES` to `hi`.
+    ///
+    /// # Safety
+    /// `lo .. lo + LANES/2` and `hi .. hi + LANES/2` are writable.
+    #[inline(always)]
+    unsafe fn st_f32_halves(self, v: Self::F, lo: *mut f32, hi: *mut f32) {
+        let (h, mut b) = (Self::LANES / 2, [0f32; MAX_LANES]);
+        self.store(v, &mut b);
+        // SAFETY: the caller's precondition; `b` holds `2h` values.
+        unsafe {
+            core::ptr::copy_nonoverlapping(b.as_ptr(), lo, h);
+            core::ptr::copy_nonoverlapping(b.as_ptr().add(h), hi, h);
+        }
+    }
     /// `LANES` f16 from `p`, widened exactly.
     ///
     /// # Safety

@@ -40,6 +40,7 @@ fn run<K: Kernel>(t: Avx2, k: K) -> K::Output {
 impl Simd for Avx2 {
     const LANES: usize = 8;
     const REGISTERS: usize = 16;
+    const HALVES: bool = true;
     type F = __m256;
     type D = __m256d;
 
@@ -196,6 +197,21 @@ impl Simd for Avx2 {
     unsafe fn st_f32(self, v: __m256, p: *mut f32) {
         // SAFETY: the token proves AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
         unsafe { _mm256_storeu_ps(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn ld_f32_halves(self, lo: *const f32, hi: *const f32) -> __m256 {
+        // SAFETY: the token proves AVX2, FMA and F16C; the pointers address four lanes each (the caller's precondition).
+        unsafe {
+            _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi))
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_f32_halves(self, v: __m256, lo: *mut f32, hi: *mut f32) {
+        // SAFETY: the token proves AVX2, FMA and F16C; the pointers address four lanes each (the caller's precondition).
+        unsafe {
+            _mm_storeu_ps(lo, _mm256_castps256_ps128(v));
+            _mm_storeu_ps(hi, _mm256_extractf128_ps::<1>(v));
+        }
     }
     #[inline(always)]
     unsafe fn ld_f16(self, src: *const half::f16) -> __m256 {

@@ -73,6 +73,7 @@ fn run_bf16<K: Kernel>(t: Avx512<true>, k: K) -> K::Output {
 impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
     const REGISTERS: usize = 32;
+    const HALVES: bool = true;
     type F = __m512;
     type D = __m512d;
 
@@ -237,6 +238,28 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     unsafe fn st_f32(self, v: __m512, p: *mut f32) {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
         unsafe { _mm512_storeu_ps(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn ld_f32_halves(self, lo: *const f32, hi: *const f32) -> __m512 {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointers address eight lanes each (the caller's precondition).
+        unsafe {
+            let lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
+            _mm512_castpd_ps(_mm512_insertf64x4::<1>(
+                lo,
+                _mm256_castps_pd(_mm256_loadu_ps(hi)),
+            ))
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_f32_halves(self, v: __m512, lo: *mut f32, hi: *mut f32) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointers address eight lanes each (the caller's precondition).
+        unsafe {
+            _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
+            _mm256_storeu_ps(
+                hi,
+                _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))),
+            );
+        }
     }
     #[inline(always)]
     unsafe fn ld_f16(self, src: *const half::f16) -> __m512 {
