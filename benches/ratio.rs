@@ -12,6 +12,11 @@
 //! * for 16-bit, also the converting pass (`memory_ceiling_pass` on f16/bf16: widen, `x·a + b`,
 //!   round), which shows how much of the time is conversion.
 //!
+//! Every shape runs twice: on a buffer aligned to 64 bytes (as ggml's and PyTorch's CPU
+//! allocators place tensors) and on one 16 bytes past a 64-byte boundary (where glibc's
+//! `malloc` puts every block of 128 KiB or more, so a Rust `Vec`); the ceilings run on the same
+//! buffer as the RoPE calls they are set against.
+//!
 //! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
 //! bytes), and the 16-bit time over f32's for the same elements. For f32, a second table sets
 //! RoPE against the **arithmetic floor**: an in-place pass over the same bytes doing RoPE's
@@ -255,14 +260,33 @@ struct Times {
     floor: f64,
 }
 
-fn run<T: Element>(tokens: usize, layout: Layout) -> Times {
+/// Where a buffer starts, in bytes past a 64-byte boundary: `ALIGNED` as ggml's and
+/// PyTorch's CPU allocators place tensors, `MALLOC` as glibc's `malloc` places every block of
+/// 128 KiB or more (and so a Rust `Vec` of one): 16 bytes past a page. The two are timed
+/// separately because a vector access that straddles a cache line costs two (at `MALLOC`, every
+/// other 32-byte vector and every 64-byte one).
+const ALIGNED: usize = 0;
+const MALLOC: usize = 16;
+
+/// `len` elements starting `skew` bytes past a 64-byte boundary, inside `store`.
+fn placed<T: Element>(store: &mut Vec<T>, len: usize, skew: usize) -> &mut [T] {
+    store.resize(len + 64, T::from_f32(0.0));
+    let size = size_of::<T>();
+    let at = (0..64 / size)
+        .find(|i| (store.as_ptr() as usize + i * size) % 64 == skew)
+        .expect("an element boundary at that skew");
+    &mut store[at..at + len]
+}
+
+fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
     let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout))
         .and_then(|r| r.with_backend(backend()))
         .unwrap();
     let fresh: Vec<T> = (0..tokens * 32 * 128)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
-    let mut x = fresh.clone();
+    let mut store = vec![];
+    let x = placed(&mut store, fresh.len(), skew);
     let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
     let mut buf = vec![0f32; rope.table_len(tokens)];
     let table = rope.table(&pos, &mut buf).unwrap();
@@ -371,28 +395,43 @@ fn main() {
         backend().name()
     );
     println!(
-        "| tokens | layout | dtype | apply / table / bytes ceiling ns | apply ratio | table ratio \
-         | converting ceiling ratio | time / f32 time |"
+        "buffers 64-byte aligned (ggml's, PyTorch's allocators); the last ratio column: the same \
+         at 16 bytes past a 64-byte boundary (glibc malloc's large blocks, a Rust Vec)"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| tokens | layout | dtype | apply / table / bytes ceiling ns | apply ratio | table ratio \
+         | converting ceiling ratio | time / f32 time | apply / table ratio at +16 B |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
     let mut floors = vec![];
     for tokens in [1, 64, 512, 4096] {
         for (layout, name) in [
             (Layout::Interleaved, "interleaved"),
             (Layout::RotateHalf, "rotate_half"),
         ] {
-            let f = run::<f32>(tokens, layout);
             let rows = [
-                ("f32", f),
-                ("bf16", run::<bf16>(tokens, layout)),
-                ("f16", run::<f16>(tokens, layout)),
+                (
+                    "f32",
+                    run::<f32>(tokens, layout, ALIGNED),
+                    run::<f32>(tokens, layout, MALLOC),
+                ),
+                (
+                    "bf16",
+                    run::<bf16>(tokens, layout, ALIGNED),
+                    run::<bf16>(tokens, layout, MALLOC),
+                ),
+                (
+                    "f16",
+                    run::<f16>(tokens, layout, ALIGNED),
+                    run::<f16>(tokens, layout, MALLOC),
+                ),
             ];
             let f32_apply = rows[0].1.apply;
             let t = &rows[0].1;
             floors.push((tokens, name, t.floor, t.bytes, t.apply, t.table));
-            for (dtype, t) in rows {
+            for (dtype, t, m) in rows {
                 println!(
-                    "| {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} | {:.2} | {} | {:.2} |",
+                    "| {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} | {:.2} | {} | {:.2} | {:.2} / {:.2} |",
                     t.apply,
                     t.table,
                     t.bytes,
@@ -404,6 +443,8 @@ fn main() {
                         format!("{:.2}", t.converting / t.apply)
                     },
                     t.apply / f32_apply,
+                    m.bytes / m.apply,
+                    m.bytes / m.table,
                 );
             }
         }
