@@ -132,6 +132,36 @@ fn rope_decode_many_heads() {
     }
 }
 
+/// f32 heads at every offset of a 32-byte vector: AVX2 moves windows half a vector off a
+/// boundary on whole vectors, their end pieces in halves (decode's four heads per pass, the
+/// table held in registers over several tokens); every placement's result is bitwise the
+/// aligned one's, and Miri checks the pieces' accesses.
+#[test]
+fn rope_f32_at_every_offset_of_a_vector() {
+    for layout in [Layout::Interleaved, Layout::RotateHalf] {
+        let rope = Rope::new(&RopeConfig::new(32, 10_000.0, layout)).unwrap();
+        for (positions, heads) in [(&[70_000][..], 5), (&[-3, 9][..], 2)] {
+            let len = positions.len() * heads * 32;
+            let x0: Vec<f32> = data(len, 7);
+            for &b in Backend::ALL.iter().filter(|b| b.is_available()) {
+                let r = rope.with_backend(b).unwrap();
+                let mut buf = vec![0f32; len + 16];
+                let start = (buf.as_ptr() as usize / 4).wrapping_neg() % 8;
+                let mut want = Vec::new();
+                for off in 0..8 {
+                    let x = &mut buf[start + off..start + off + len];
+                    x.copy_from_slice(&x0);
+                    r.apply(x, heads, positions).unwrap();
+                    if off == 0 {
+                        want = x.to_vec();
+                    }
+                    close(b, true, x, &want, 0.0);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn rotary_dim_above_one_chunk() {
     // 160 pairs: two chunks of cos/sin per token, the last one short. Under Miri two heads
