@@ -986,15 +986,7 @@ impl<S: Simd> Run<'_, S> {
             let (c, sn) = unsafe { tab.get_halves(s, k, k + e) };
             for i in 0..H {
                 // SAFETY: values `k .. k + l ≤ m` of window `i` (rotate_half: and `half` further).
-                unsafe {
-                    let (p, q) = (p0.add(i * ps), q0.add(i * qs));
-                    if IL {
-                        self.inter::<I, O, ONCE>(s.ld::<I>(p.add(k)), q.add(k), c, sn);
-                    } else {
-                        let (x, y) = (s.ld::<I>(p.add(k)), s.ld::<I>(p.add(half + k)));
-                        self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c, sn);
-                    }
-                }
+                unsafe { self.vector::<I, O, IL, ONCE>(p0.add(i * ps), q0.add(i * qs), k, c, sn) };
             }
         }
         // SAFETY: entries `0 .. e` and `m − e .. m` were written for this chunk.
@@ -1070,14 +1062,33 @@ impl<S: Simd> Run<'_, S> {
                 let k = e + v * l;
                 // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
                 // partner `half` further), inside the window (the caller's precondition).
-                unsafe {
-                    if IL {
-                        self.inter::<I, O, ONCE>(s.ld::<I>(p.add(k)), q.add(k), c, sn);
-                    } else {
-                        let (x, y) = (s.ld::<I>(p.add(k)), s.ld::<I>(p.add(half + k)));
-                        self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c, sn);
-                    }
-                }
+                unsafe { self.vector::<I, O, IL, ONCE>(p, q, k, c, sn) };
+            }
+        }
+    }
+
+    /// The vector at value `k` of the window at `p` (rotate_half: and its partner `half`
+    /// further) rotated with `c`, `sn` into the window at `q`.
+    ///
+    /// # Safety
+    /// Those `LANES` values (rotate_half: both runs) lie inside both windows.
+    #[inline(always)]
+    unsafe fn vector<I: Element, O: Element, const IL: bool, const ONCE: bool>(
+        &self,
+        p: *const I,
+        q: *mut O,
+        k: usize,
+        c: S::F,
+        sn: S::F,
+    ) {
+        let (s, half) = (self.s, self.half);
+        // SAFETY: the caller's precondition.
+        unsafe {
+            if IL {
+                self.inter::<I, O, ONCE>(s.ld::<I>(p.add(k)), q.add(k), c, sn);
+            } else {
+                let (x, y) = (s.ld::<I>(p.add(k)), s.ld::<I>(p.add(half + k)));
+                self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c, sn);
             }
         }
     }
