@@ -1,8 +1,9 @@
 //! What a buffer's address costs: `apply` (from positions and from a `Table`) on the same
 //! shape at four placements of its first value in a 64-byte cache line — 0, 16, 32 and 48
 //! bytes past a boundary — timed alternately in one process (41 rounds, medians), f32,
-//! tokens × 32 heads × 128, both layouts. 16 bytes is where glibc's `malloc` places every
-//! block of 128 KiB or more (so a Rust `Vec`); ggml and PyTorch align tensors to 64 bytes.
+//! tokens × 32 heads × 128, both layouts. 16 bytes is where glibc's `malloc` places a block it
+//! maps fresh (128 KiB and up; so a Rust `Vec`), and its other blocks are only 16-byte aligned;
+//! ggml and PyTorch align tensors to 64 bytes.
 //! Printed: ns per token-head at each placement and the time at +16 B over the aligned time.
 //! `cargo bench -p posenc-benches --bench align` (pin it: `taskset -c 1 …`).
 

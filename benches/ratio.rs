@@ -14,7 +14,7 @@
 //!
 //! Every shape runs twice: on a buffer aligned to 64 bytes (as ggml's and PyTorch's CPU
 //! allocators place tensors) and on one 16 bytes past a 64-byte boundary (where glibc's
-//! `malloc` puts every block of 128 KiB or more, so a Rust `Vec`); the ceilings run on the same
+//! `malloc` puts a large block it maps, so a Rust `Vec`); the ceilings run on the same
 //! buffer as the RoPE calls they are set against.
 //!
 //! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
@@ -261,8 +261,10 @@ struct Times {
 }
 
 /// Where a buffer starts, in bytes past a 64-byte boundary: `ALIGNED` as ggml's and
-/// PyTorch's CPU allocators place tensors, `MALLOC` as glibc's `malloc` places every block of
-/// 128 KiB or more (and so a Rust `Vec` of one): 16 bytes past a page. The two are timed
+/// PyTorch's CPU allocators place tensors, `MALLOC` as glibc's `malloc` places a block it maps
+/// fresh (128 KiB and up, in a process that has not freed such blocks; a Rust `Vec` of one):
+/// 16 bytes past a page. Its other blocks are 16-byte aligned, so half of them sit 16 bytes
+/// past a 32-byte boundary too. The two are timed
 /// separately because a vector access that straddles a cache line costs two (at `MALLOC`, every
 /// other 32-byte vector and every 64-byte one).
 const ALIGNED: usize = 0;

@@ -48,13 +48,13 @@
 //!   instead of stalling the stream once per token. Spreading it differently, splitting a
 //!   single token's table in two, software prefetch and fully unrolled heads measured no
 //!   better.
-//! * f32 windows half a vector past a vector boundary (on AVX2, every buffer `malloc` places,
-//!   16 bytes past a page) run on vector boundaries, their two end pieces together in one
-//!   vector of two halves (`Run::rotate_skewed`): their straddling vector accesses made every
-//!   in-cache shape slower than on an aligned buffer (`cargo bench --bench ratio`, its last
-//!   column; a loop of one shape at every offset of a cache line for the split). Not with one
-//!   head per pass (interleaved streaming): there a table load serves one head, and the table
-//!   loaded as halves cost what the split data accesses did.
+//! * f32 windows half a vector past a vector boundary (on AVX2: a large block `malloc` maps,
+//!   16 bytes past a page, and half its other blocks) run on vector boundaries, their two end
+//!   pieces together in one vector of two halves (`Run::rotate_skewed`): their straddling
+//!   vector accesses made in-cache calls slower than on an aligned buffer (`cargo bench
+//!   --bench align`, every placement in a cache line side by side). Not with one head per pass
+//!   (interleaved streaming): there a table load serves one head, and the table loaded as
+//!   halves cost what the split data accesses did.
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
 //!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!
