@@ -553,10 +553,7 @@ impl<S: Simd> Run<'_, S> {
                     // f32 windows half a vector past a vector boundary, all of them (the
                     // strides keep the offset), on a tier with native half-vector accesses:
                     // moved on vector boundaries (see `Run::rotate_skewed`).
-                    let skewed = WHOLE
-                        && S::HALVES
-                        && I::DTYPE == Dtype::F32
-                        && O::DTYPE == Dtype::F32
+                    let skewed = const { skewable::<S, I, O, WHOLE>() }
                         && half_skewed::<S>(sbase.addr(), [sv.token_stride, shs])
                         && half_skewed::<S>(dbase.addr(), [dv.token_stride, dhs]);
                     let pre = self.no_pre();
@@ -570,8 +567,10 @@ impl<S: Simd> Run<'_, S> {
                                 // bounds in both buffers; `WHOLE`: the chunk is every pair of the
                                 // window, a whole number of vectors, and `cur` holds its table;
                                 // `skewed` only for f32 windows half a vector off a boundary.
+                                // (`skewable` is tested as a constant: the kernels that can never
+                                // take the skewed loops do not contain them.)
                                 unsafe {
-                                    if skewed {
+                                    if const { skewable::<S, I, O, WHOLE>() } && skewed {
                                         self.resident::<I, O, IL, ONCE, $nv, true>(
                                             sbase, dbase, shs, dhs, nh, cur,
                                         )
@@ -849,7 +848,7 @@ impl<S: Simd> Run<'_, S> {
         skewed: bool,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
-        if WHOLE && skewed && H > 1 {
+        if const { H > 1 && skewable::<S, I, O, WHOLE>() } && skewed {
             // SAFETY: the caller's precondition; `skewed`: f32 windows half a vector past a
             // boundary, whole ones (`WHOLE`).
             unsafe { self.rotate_skewed::<I, O, IL, ONCE, H>(p0, q0, ps, qs, tab) };
@@ -1201,6 +1200,14 @@ impl<S: Simd> Run<'_, S> {
         // to `T` rounds the same value again, which changes nothing.
         s.round_to::<T>(v)
     }
+}
+
+/// Whether a kernel of tier `S` from `I` to `O` (`WHOLE`: of whole windows) can take the skewed
+/// loops ([`Run::rotate_skewed`]). A constant, tested as one (`const { … }`) where those loops
+/// are called: the kernels that can never take them then do not contain them, which keeps
+/// their instantiations out of every other dtype pair's and tier's build.
+const fn skewable<S: Simd, I: Element, O: Element, const WHOLE: bool>() -> bool {
+    WHOLE && S::HALVES && matches!(I::DTYPE, Dtype::F32) && matches!(O::DTYPE, Dtype::F32)
 }
 
 /// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
