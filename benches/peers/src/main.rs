@@ -6,7 +6,7 @@
 //!
 //! What each column times (see README.md for the full notes):
 //! * posenc: `Rope::apply` in place, cos/sin computed inside the call (exact angles).
-//! * posenc table: `apply_with_table` in place with precomputed f32 cos/sin (what candle gets).
+//! * posenc table: `Rope::apply` in place from a `Table` of precomputed f32 cos/sin (what candle gets).
 //! * ceiling: `memory_ceiling_pass(Backend::active(), x, 1, 0)` in place on the same bytes.
 //! * candle: `rope_i` (interleaved, b·h·t·d) / `rope_thd` (rotate_half, b·t·h·d, posenc's
 //!   layout) on precomputed cos/sin tensors of the same dtype; out of place (a fresh output
@@ -25,7 +25,7 @@
 use candle_core::{DType, Device, Tensor};
 use half::{bf16, f16};
 use llama_cpp_sys_2 as g;
-use posenc::{Backend, Layout, Rope, RopeConfig};
+use posenc::{Backend, Layout, Rope, RopeConfig, Table};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -365,7 +365,7 @@ fn run<T: Ty>(layout: Layout, pool1: &rayon::ThreadPool, pool2: &rayon::ThreadPo
         let tc: Vec<f32> = ccos.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap();
         let ts: Vec<f32> = csin.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap();
         let mut with_candle_tables = input.clone();
-        posenc::apply_with_table(&mut with_candle_tables, HEADS, DIM, layout, &tc, &ts).unwrap();
+        rope.apply(&mut with_candle_tables, HEADS, Table::new(&tc, &ts, t).unwrap()).unwrap();
         let candle_bhtd = (layout == Layout::RotateHalf).then(|| {
             let got: Vec<T> = candle_nn::rotary_emb::rope(&x_htd, &ccos, &csin)
                 .unwrap()
@@ -415,7 +415,7 @@ fn run<T: Ty>(layout: Layout, pool1: &rayon::ThreadPool, pool2: &rayon::ThreadPo
                 let mut table = || {
                     split(par, black_box(&mut x2), t, &|x, h, t0, nt| {
                         let r = t0 * HALF..(t0 + nt) * HALF;
-                        posenc::apply_with_table(x, h, DIM, layout, &cos[r.clone()], &sin[r])
+                        rope.apply(x, h, Table::new(&cos[r.clone()], &sin[r], nt).unwrap())
                             .unwrap()
                     })
                 };
