@@ -7,10 +7,12 @@
 //! ```
 //!
 //! Ids: `rope_par/f32/rotate_half/large_4096x32x128/{serial,threads_1,threads_2}`. After the
-//! criterion group it prints its own median-of-runs speedup of 2 threads over 1 (the ratio
-//! this bench exists for; the criterion numbers above it are the detailed ones), and the
-//! memory ceiling over the same bytes on one and on two threads: how much two threads can
-//! gain at all on this machine for a memory-bound pass.
+//! criterion group come the ratios this bench exists for, from rounds that time every
+//! contender in turn on the same buffer (serial `apply`, `par_apply` on pools of 1 and 2
+//! threads, and the memory ceiling over the same bytes on 1 and 2 threads): `par_apply` on
+//! two threads against the two-thread ceiling (1.0 = as fast as two threads can move the
+//! bytes on this machine), and what the second thread adds to each. Medians of the
+//! per-round ratios, with their quartiles.
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group};
 use posenc::{Backend, Layout, Rope, RopeConfig};
@@ -74,101 +76,91 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// Median wall time of `runs` calls of `par_apply` in a pool of `threads`.
-fn median(k: &mut Case, threads: usize, runs: usize) -> Duration {
-    let p = pool(threads);
-    let mut t: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            p.install(|| {
-                k.rope
-                    .par_apply(black_box(&mut k.x), HEADS, &k.positions)
-                    .unwrap()
-            });
-            s.elapsed()
+/// The memory ceiling over `x` (x = x·a + b, in place) split in `parts` contiguous pieces,
+/// one rayon task each, in pool `p`: the most `parts` threads can gain on this machine for a
+/// memory-bound pass.
+fn ceiling(p: &rayon::ThreadPool, x: &mut [f32], parts: usize) {
+    let per = x.len().div_ceil(parts);
+    p.install(|| {
+        use rayon::prelude::*;
+        x.par_chunks_mut(per).for_each(|x| {
+            posenc::bench::memory_ceiling_pass(Backend::active(), black_box(x), 1.0, 0.0).unwrap()
         })
-        .collect();
-    t.sort();
-    t[runs / 2]
+    });
+}
+
+/// Median and quartiles of `v`.
+fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    (v[n / 2], v[n / 4], v[3 * n / 4])
 }
 
 criterion_group!(benches, bench);
 
+/// The contenders of the side-by-side rounds, in the order each round times them.
+const NAMES: [&str; 5] = [
+    "apply (serial)",
+    "par_apply, 1 thread",
+    "par_apply, 2 threads",
+    "ceiling, 1 thread",
+    "ceiling, 2 threads",
+];
+
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
+    // Every contender once per round, in turn, on the same buffer: a burst of load from
+    // other processes hits them alike, and each round gives its own ratios.
     let mut k = case();
-    let _warm = median(&mut k, 2, 3);
-    let (t1, t2) = (median(&mut k, 1, 31), median(&mut k, 2, 31));
-    let mut ts: Vec<Duration> = (0..31)
-        .map(|_| {
+    let (p1, p2) = (pool(1), pool(2));
+    const ROUNDS: usize = 31;
+    let mut times = [const { Vec::new() }; 5];
+    for round in 0..=ROUNDS {
+        let mut t = [0f64; 5];
+        for (i, slot) in t.iter_mut().enumerate() {
             let s = Instant::now();
-            k.rope
-                .apply(black_box(&mut k.x), HEADS, &k.positions)
-                .unwrap();
-            s.elapsed()
-        })
-        .collect();
-    ts.sort();
+            match i {
+                0 => k
+                    .rope
+                    .apply(black_box(&mut k.x), HEADS, &k.positions)
+                    .unwrap(),
+                1 | 2 => (if i == 1 { &p1 } else { &p2 }).install(|| {
+                    k.rope
+                        .par_apply(black_box(&mut k.x), HEADS, &k.positions)
+                        .unwrap()
+                }),
+                _ => ceiling(if i == 3 { &p1 } else { &p2 }, &mut k.x, i - 2),
+            }
+            *slot = s.elapsed().as_secs_f64();
+        }
+        // Round 0 warms the pools and the pages.
+        if round > 0 {
+            for (v, t) in times.iter_mut().zip(t) {
+                v.push(t);
+            }
+        }
+    }
     println!(
-        "rope_par speedup, 2 threads over 1 (median of 31, {} cores): {:.2}× ({:.2?} → {:.2?}); \
-         over the serial `apply` ({:.2?}): {:.2}×",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        t1.as_secs_f64() / t2.as_secs_f64(),
-        t1,
-        t2,
-        ts[15],
-        ts[15].as_secs_f64() / t2.as_secs_f64()
+        "side by side, {ROUNDS} rounds ({} cores): median ms (quartiles)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    // The same bytes streamed once on one thread (x = x·a + b): when this is close to t1,
-    // the call is bound by memory bandwidth, which more threads do not add much of.
-    let mut c: Vec<Duration> = (0..31)
-        .map(|_| {
-            let s = Instant::now();
-            posenc::bench::memory_ceiling_pass(Backend::active(), black_box(&mut k.x), 1.0, 0.0)
-                .unwrap();
-            s.elapsed()
-        })
-        .collect();
-    c.sort();
-    // The same pass split in two halves on two threads: the most two threads can gain on
-    // this machine for a memory-bound call.
-    let p = pool(2);
-    let mut c2: Vec<Duration> = (0..31)
-        .map(|_| {
-            let mid = k.x.len() / 2;
-            let (a, b) = k.x.split_at_mut(mid);
-            let s = Instant::now();
-            let (ra, rb) = p.install(|| {
-                rayon::join(
-                    || {
-                        posenc::bench::memory_ceiling_pass(
-                            Backend::active(),
-                            black_box(a),
-                            1.0,
-                            0.0,
-                        )
-                    },
-                    || {
-                        posenc::bench::memory_ceiling_pass(
-                            Backend::active(),
-                            black_box(b),
-                            1.0,
-                            0.0,
-                        )
-                    },
-                )
-            });
-            ra.unwrap();
-            rb.unwrap();
-            s.elapsed()
-        })
-        .collect();
-    c2.sort();
-    println!(
-        "memory ceiling, same bytes: one thread {:.2?}, two threads {:.2?} ({:.2}×)",
-        c[15],
-        c2[15],
-        c[15].as_secs_f64() / c2[15].as_secs_f64()
-    );
+    for (name, v) in NAMES.iter().zip(&times) {
+        let (m, lo, hi) = spread(v.iter().map(|t| t * 1e3).collect());
+        println!("  {name:<22} {m:.2} ({lo:.2}–{hi:.2})");
+    }
+    // Ratios within each round, then their median: ceiling time / posenc time (1.0 = memory
+    // speed on that many threads), and the speed-up two threads give each.
+    let ratio =
+        |a: usize, b: usize| spread((0..ROUNDS).map(|r| times[a][r] / times[b][r]).collect());
+    for (label, (a, b)) in [
+        ("par_apply on 2 threads vs the 2-thread ceiling", (4, 2)),
+        ("par_apply on 1 thread vs the 1-thread ceiling", (3, 1)),
+        ("2 threads over 1, par_apply", (1, 2)),
+        ("2 threads over 1, ceiling", (3, 4)),
+        ("par_apply on 2 threads over serial apply", (0, 2)),
+    ] {
+        let (m, lo, hi) = ratio(a, b);
+        println!("  {label}: {m:.2} ({lo:.2}–{hi:.2})");
+    }
 }
