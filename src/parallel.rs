@@ -12,8 +12,9 @@
 //! Every output element goes through exactly the operations the serial call gives it (cos/sin
 //! are per token and the kernels never look across heads), so the results are **bitwise**
 //! those of the serial call on the same backend. Calls on fewer than [`PAR_MIN_ELEMENTS`]
-//! elements run on the calling thread: waking the pool costs more than the work. Nothing here
-//! allocates; rayon's splitting uses stack jobs.
+//! elements, and calls in a pool of one thread, run as the serial call on the calling thread:
+//! there, waking the pool or splitting costs more than it gives. Nothing here allocates;
+//! rayon's splitting uses stack jobs.
 
 use crate::angles::{Angles, Source};
 use crate::element::Element;
@@ -40,6 +41,15 @@ pub const PAR_MIN_ELEMENTS: usize = 2 * PAR_GRAIN;
 /// ```
 pub const PAR_GRAIN: usize = 16 * 1024;
 
+/// Whether a call of `len` elements runs as one serial call on the calling thread: below
+/// [`PAR_MIN_ELEMENTS`] (waking the pool costs more than the work), or in a pool of one
+/// thread, where splitting only adds task boundaries, each a fresh call (`par_apply` on a
+/// one-thread pool against serial `apply` and the one-thread ceiling in `cargo bench
+/// --features rayon --bench parallel`).
+fn serial(len: usize) -> bool {
+    len < PAR_MIN_ELEMENTS || rayon::current_num_threads() == 1
+}
+
 /// Tokens per task when a token is shorter than the grain: at least the grain, and otherwise
 /// as long as possible with about four tasks per thread (for balance). Long tasks matter:
 /// the RoPE driver computes each token's cos/sin behind the previous token's heads, so every
@@ -59,7 +69,7 @@ where
     F: Fn(&mut [T], usize, Source<'_>) + Sync,
 {
     let row = n_heads * head_dim; // validated: no overflow, x.len() == tokens · row
-    if x.len() < PAR_MIN_ELEMENTS {
+    if serial(x.len()) {
         f(x, n_heads, src);
     } else if row < PAR_GRAIN {
         let per = tokens_per_task(src.tokens(), row);
@@ -203,7 +213,7 @@ impl Rope {
         self.check_source(&src)?;
         // q_row + k_row cannot overflow: both buffers exist.
         let row = q_row + k_row;
-        if q.len() + k.len() < PAR_MIN_ELEMENTS {
+        if serial(q.len() + k.len()) {
             ok(self.apply_qk(q, n_q_heads, k, n_kv_heads, src));
         } else if row < PAR_GRAIN {
             let per = tokens_per_task(src.tokens(), row);
@@ -252,7 +262,7 @@ impl Sinusoidal {
     pub fn par_fill<T: Element>(&self, out: &mut [T], first_position: u32) -> Result<(), Error> {
         let d = self.d_model();
         self.check_fill(out.len(), first_position)?;
-        if out.len() < PAR_MIN_ELEMENTS {
+        if serial(out.len()) {
             return self.fill(out, first_position);
         }
         let rows = out.len() / d;
@@ -310,7 +320,7 @@ impl Sinusoidal {
         T: Element,
         F: Fn(&mut [T], &[i32]) + Sync,
     {
-        if x.len() < PAR_MIN_ELEMENTS {
+        if serial(x.len()) {
             return f(x, positions);
         }
         let d = self.d_model();

@@ -126,6 +126,37 @@ fn rope_par_equals_serial_bitwise() {
     });
 }
 
+/// In a pool of one thread the `par_*` methods make the serial call instead of splitting:
+/// the results must still be the serial call's, on shapes the splitter would cut.
+#[test]
+fn par_in_a_one_thread_pool_equals_serial_bitwise() {
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    one.install(|| {
+        assert_eq!(rayon::current_num_threads(), 1);
+        for layout in [Layout::Interleaved, Layout::RotateHalf] {
+            for rope in ropes(layout, 96, 130, 2) {
+                rope_case::<f32>(&rope, (37, 7, 130, 96, 2));
+                rope_case::<bf16>(&rope, (1, 300, 130, 96, 2));
+                qk_case::<f16>(&rope, 100, 32, 8);
+            }
+        }
+        let pe = Sinusoidal::new(6, 10_000.0, SinusoidalLayout::Split).unwrap();
+        let (mut x, mut y) = (vec![0f32; 6000 * 6], vec![0f32; 6000 * 6]);
+        pe.par_fill(&mut x, 99).unwrap();
+        pe.fill(&mut y, 99).unwrap();
+        bitwise(&x, &y, "par_fill in a one-thread pool");
+        let pos = positions(6000, 3);
+        let x0: Vec<f16> = data(6000 * 6, 8);
+        let (mut x, mut y) = (x0.clone(), x0);
+        pe.par_add(&mut x, &pos).unwrap();
+        pe.add(&mut y, &pos).unwrap();
+        bitwise(&x, &y, "par_add in a one-thread pool");
+    });
+}
+
 #[test]
 fn rope_par_in_the_global_pool() {
     let rope = Rope::new(&RopeConfig::new(128, 500_000.0, Layout::RotateHalf)).unwrap();
