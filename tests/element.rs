@@ -578,3 +578,57 @@ fn dtype_size_and_name() {
         [4, 2, 2]
     );
 }
+
+/// A lone subnormal anywhere in a head comes back exact through every kernel shape: tiers
+/// whose native bf16 conversion reads subnormals as zero test each vector (AVX512-BF16), and
+/// kernels that store two vectors at once (a rotate_half pair, two interleaved vectors) test
+/// them together, so a subnormal in either one must send both down the exact path. Position 0
+/// rotates by cos 1, sin +0, so every output is its input (`identity_through_kernels`);
+/// head `h` holds its subnormal at value `8h + h % 8`, one in every 8 values of the rotary
+/// window across the heads, so every lane group of every tier's vectors gets one. Shapes:
+/// head_dim 128 (the table held in registers), 256 (streamed), and a rotary window of 96 in
+/// heads of 128 (the general shape); decode and several tokens.
+fn lone_subnormal_through_kernels<T: Dt>() {
+    let tiny = T::all()[1]; // the smallest positive subnormal
+    let ordinary = [T::ref_from(1.0), T::ref_from(0.75), T::ref_from(-1.5)];
+    for (head_dim, rotary) in [(128, 128), (256, 256), (128, 96)] {
+        let n_heads = rotary / 8;
+        for tokens in [1, 3] {
+            let mut x: Vec<T> = (0..tokens * n_heads * head_dim)
+                .map(|i| ordinary[i % 3])
+                .collect();
+            for t in 0..tokens {
+                for h in 0..n_heads {
+                    x[(t * n_heads + h) * head_dim + 8 * h + h % 8] = tiny;
+                }
+            }
+            for layout in [Layout::Interleaved, Layout::RotateHalf] {
+                let cfg = RopeConfig::new(head_dim, 10_000.0, layout).rotary_dim(rotary);
+                for backend in available() {
+                    let rope = Rope::new(&cfg).unwrap().with_backend(backend).unwrap();
+                    let mut out = x.clone();
+                    rope.apply(&mut out, n_heads, &vec![0; tokens][..]).unwrap();
+                    let bad = (0..x.len()).find(|&i| out[i].bits() != x[i].bits());
+                    assert!(
+                        bad.is_none(),
+                        "{backend:?} {layout:?} head_dim {head_dim} rotary {rotary} tokens \
+                         {tokens}: value {} is {:#06x}, not {:#06x}",
+                        bad.unwrap_or(0),
+                        out[bad.unwrap_or(0)].bits(),
+                        x[bad.unwrap_or(0)].bits()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn lone_subnormal_survives_every_kernel_shape_bf16() {
+    lone_subnormal_through_kernels::<bf16>();
+}
+
+#[test]
+fn lone_subnormal_survives_every_kernel_shape_f16() {
+    lone_subnormal_through_kernels::<f16>();
+}

@@ -74,7 +74,8 @@ fn detect() -> u8 {
             f |= AVX512;
             if cfg!(all(
                 target_feature = "avx512bf16",
-                target_feature = "avx512dq"
+                target_feature = "avx512dq",
+                target_feature = "avx512bw"
             )) {
                 f |= AVX512_BF16;
             }
@@ -87,7 +88,7 @@ fn detect() -> u8 {
             f |= AVX2;
             if has!("avx512f") {
                 f |= AVX512;
-                if has!("avx512bf16") && has!("avx512dq") {
+                if has!("avx512bf16") && has!("avx512dq") && has!("avx512bw") {
                     f |= AVX512_BF16;
                 }
             }

@@ -297,6 +297,14 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
     need.is_some_and(|w| w <= n.weight.len())
 }
 
+/// Whether interleaved loops take their vectors two at a time, to store them with one
+/// [`Simd::st2`]: for a bf16 destination, whose rounding on AVX512-BF16 tests each vector for
+/// subnormals, and one test for two vectors ran faster (`cargo bench --bench ratio`, the bf16
+/// rows). Other destinations keep one vector at a time: there `st2` is two stores.
+const fn paired<O: Element>() -> bool {
+    matches!(O::DTYPE, Dtype::Bf16)
+}
+
 /// Up to this many bytes per call, a call counts as in cache: the table stays in registers
 /// across heads, and rotate_half with an f32 source rotates two heads per pass where it does
 /// not; beyond it, one head per pass from a table in memory (see the module docs). Between
@@ -860,7 +868,30 @@ impl<S: Simd> Run<'_, S> {
         if IL {
             let (m, start) = (2 * n, 2 * j0);
             let ml = m / l * l;
-            for k in (0..ml).step_by(l) {
+            let mut k0 = 0;
+            if paired::<O>() {
+                while k0 + 2 * l <= ml {
+                    // SAFETY: entries `k0 .. k0 + 2l ≤ 2n` of the table were written for this chunk.
+                    let (t0, t1) = unsafe { (tab.get(s, k0), tab.get(s, k0 + l)) };
+                    for i in 0..H {
+                        // SAFETY: values `start + k0 .. + 2l ≤ 2·half` of window `i` (and weights).
+                        unsafe {
+                            let at = start + k0;
+                            let (p, w) = (p0.add(i * ps + at), w.wrapping_add(at));
+                            let v0 = self.ld::<I, ONCE, NORM>(p, w, pre);
+                            let v1 = self.ld::<I, ONCE, NORM>(p.add(l), w.wrapping_add(l), pre);
+                            self.inter_pair::<I, O, ONCE>(
+                                [v0, v1],
+                                q0.add(i * qs + at),
+                                [t0.0, t0.1],
+                                [t1.0, t1.1],
+                            );
+                        }
+                    }
+                    k0 += 2 * l;
+                }
+            }
+            for k in (k0..ml).step_by(l) {
                 // SAFETY: entries `k .. k + l ≤ 2n` of the table were written for this chunk.
                 let (c, sn) = unsafe { tab.get(s, k) };
                 for i in 0..H {
@@ -1058,7 +1089,24 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: the window of head `h` (the caller's precondition), f32 (`SKEW`).
                 unsafe { self.ends::<I, IL, ONCE>(p.cast(), q.cast(), c[NV - 1], sn[NV - 1]) };
             }
-            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate() {
+            let mut v = 0;
+            if IL && paired::<O>() {
+                while v + 1 < whole {
+                    // SAFETY: vectors `v`, `v + 1` of the window of head `h < nh`, inside it
+                    // (the caller's precondition).
+                    unsafe {
+                        self.inter2::<I, O, ONCE>(
+                            p,
+                            q,
+                            e + v * l,
+                            [c[v], c[v + 1]],
+                            [sn[v], sn[v + 1]],
+                        )
+                    };
+                    v += 2;
+                }
+            }
+            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate().skip(v) {
                 let k = e + v * l;
                 // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
                 // partner `half` further), inside the window (the caller's precondition).
@@ -1111,8 +1159,11 @@ impl<S: Simd> Run<'_, S> {
         let s = self.s;
         // SAFETY: the caller's precondition.
         unsafe {
-            s.st::<O>(self.rot::<I, ONCE>(x, c, y, sn, true), a);
-            s.st::<O>(self.rot::<I, ONCE>(y, c, x, sn, false), b);
+            let (ra, rb) = (
+                self.rot::<I, ONCE>(x, c, y, sn, true),
+                self.rot::<I, ONCE>(y, c, x, sn, false),
+            );
+            s.st2::<O>(ra, a, rb, b);
         }
     }
 
@@ -1167,6 +1218,49 @@ impl<S: Simd> Run<'_, S> {
         let s = self.s;
         // SAFETY: the caller's precondition.
         unsafe { s.st::<O>(self.rot::<I, ONCE>(v, c, s.swap_pairs(v), sn, false), q) };
+    }
+
+    /// Interleaved vectors `k` and `k + LANES` of the window at `p`, rotated with tables
+    /// `c[i]`, `sn[i]` into the window at `q` (see [`Run::inter_pair`]).
+    ///
+    /// # Safety
+    /// Values `k .. k + 2·LANES` lie inside both windows.
+    #[inline(always)]
+    unsafe fn inter2<I: Element, O: Element, const ONCE: bool>(
+        &self,
+        p: *const I,
+        q: *mut O,
+        k: usize,
+        c: [S::F; 2],
+        sn: [S::F; 2],
+    ) {
+        let (s, l) = (self.s, S::LANES);
+        // SAFETY: the caller's precondition.
+        unsafe {
+            let v = [s.ld::<I>(p.add(k)), s.ld::<I>(p.add(k + l))];
+            self.inter_pair::<I, O, ONCE>(v, q.add(k), [c[0], sn[0]], [c[1], sn[1]]);
+        }
+    }
+
+    /// Two consecutive interleaved vectors `v` (loaded), each [`Run::inter`] with its table
+    /// `(c, s)`, stored to `q` and `q + LANES` with one [`Simd::st2`]: for a bf16 destination
+    /// that shares the rounding's check between them (see [`paired`]).
+    ///
+    /// # Safety
+    /// `q .. q + 2·LANES` is writable.
+    #[inline(always)]
+    unsafe fn inter_pair<I: Element, O: Element, const ONCE: bool>(
+        &self,
+        v: [S::F; 2],
+        q: *mut O,
+        t0: [S::F; 2],
+        t1: [S::F; 2],
+    ) {
+        let s = self.s;
+        let r0 = self.rot::<I, ONCE>(v[0], t0[0], s.swap_pairs(v[0]), t0[1], false);
+        let r1 = self.rot::<I, ONCE>(v[1], t1[0], s.swap_pairs(v[1]), t1[1], false);
+        // SAFETY: the caller's precondition.
+        unsafe { s.st2::<O>(r0, q, r1, q.add(S::LANES)) };
     }
 
     /// `x·c ∓ y·s` (`minus` picks the sign; interleaved tables carry it in `s`). Every layout

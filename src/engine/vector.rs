@@ -154,6 +154,20 @@ pub(crate) trait Simd: Copy {
     /// # Safety
     /// As [`Simd::st_f32`].
     unsafe fn st_bf16(self, v: Self::F, p: *mut half::bf16);
+    /// Two vectors rounded to bf16 as [`Simd::st_bf16`] and stored to `pa` and `pb`. Here two
+    /// stores; a tier whose rounding has a per-vector check (AVX512-BF16's subnormal test, see
+    /// `x86_64/avx512.rs`) makes it once for both.
+    ///
+    /// # Safety
+    /// As [`Simd::st_f32`], for each of `pa` and `pb`.
+    #[inline(always)]
+    unsafe fn st_bf16_pair(self, a: Self::F, pa: *mut half::bf16, b: Self::F, pb: *mut half::bf16) {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            self.st_bf16(a, pa);
+            self.st_bf16(b, pb);
+        }
+    }
     /// `LANES / 2` f64 from `p`.
     ///
     /// # Safety
@@ -204,6 +218,31 @@ pub(crate) trait Simd: Copy {
                 Dtype::F32 => self.st_f32(v, cast::<T, f32>(p).cast_mut()),
                 Dtype::F16 => self.st_f16(v, cast::<T, half::f16>(p).cast_mut()),
                 Dtype::Bf16 => self.st_bf16(v, cast::<T, half::bf16>(p).cast_mut()),
+            }
+        }
+    }
+
+    /// [`Simd::st`] of `a` to `pa` and `b` to `pb`: for bf16 [`Simd::st_bf16_pair`], which
+    /// kernels producing two vectors at once (a rotate_half pair, two interleaved vectors)
+    /// call so that a tier can share work between the two roundings.
+    ///
+    /// # Safety
+    /// `pa .. pa + LANES` and `pb .. pb + LANES` are writable.
+    #[inline(always)]
+    unsafe fn st2<T: Element>(self, a: Self::F, pa: *mut T, b: Self::F, pb: *mut T) {
+        // SAFETY: as in `st`.
+        unsafe {
+            match T::DTYPE {
+                Dtype::Bf16 => self.st_bf16_pair(
+                    a,
+                    cast::<T, half::bf16>(pa).cast_mut(),
+                    b,
+                    cast::<T, half::bf16>(pb).cast_mut(),
+                ),
+                _ => {
+                    self.st(a, pa);
+                    self.st(b, pb);
+                }
             }
         }
     }

@@ -17,7 +17,7 @@ use crate::engine::vector::{Kernel, Simd};
 use core::arch::x86_64::*;
 
 /// The AVX-512 tier's token: proof that this CPU has AVX-512F, AVX2, FMA and F16C, and with
-/// `BF16`, AVX512-BF16 and AVX512-DQ too. The private field keeps every constructor in this
+/// `BF16`, AVX512-BF16, AVX512-DQ and AVX512-BW too. The private field keeps every constructor in this
 /// file: [`Avx512::new`], then [`Avx512::native_bf16`].
 #[derive(Clone, Copy)]
 pub(crate) struct Avx512<const BF16: bool = false>(());
@@ -30,8 +30,8 @@ impl Avx512 {
         detect::avx512().then_some(Avx512(()))
     }
 
-    /// The token that also converts to bf16 natively, if this CPU has AVX512-BF16 and
-    /// AVX512-DQ.
+    /// The token that also converts to bf16 natively, if this CPU has AVX512-BF16, AVX512-DQ
+    /// and AVX512-BW (every CPU with the first has the others).
     #[inline]
     pub(crate) fn native_bf16(self) -> Option<Avx512<true>> {
         detect::avx512_bf16().then_some(Avx512(()))
@@ -50,7 +50,7 @@ impl Avx512<true> {
     /// Runs `k` with this tier's vectors and native bf16 conversion.
     #[inline(always)]
     pub(crate) fn vectorize<K: Kernel>(self, k: K) -> K::Output {
-        // SAFETY: `run_bf16` needs AVX-512F, AVX2, FMA, F16C, AVX512-BF16 and AVX512-DQ, which
+        // SAFETY: `run_bf16` needs AVX-512F, AVX2, FMA, F16C, AVX512-BF16, -DQ and -BW, which
         // `self` proves (`Avx512::native_bf16`).
         unsafe { run_bf16(self, k) }
     }
@@ -65,7 +65,7 @@ fn run<K: Kernel>(t: Avx512, k: K) -> K::Output {
 
 /// The entry point of the kernels that round to bf16 ([`Kernel::ROUNDS_TO_BF16`]), on CPUs
 /// with AVX512-BF16.
-#[target_feature(enable = "avx512f,avx2,fma,f16c,avx512bf16,avx512dq")]
+#[target_feature(enable = "avx512f,avx2,fma,f16c,avx512bf16,avx512dq,avx512bw")]
 fn run_bf16<K: Kernel>(t: Avx512<true>, k: K) -> K::Output {
     k.run(t)
 }
@@ -273,19 +273,46 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     }
     #[inline(always)]
     unsafe fn ld_bf16(self, src: *const half::bf16) -> __m512 {
+        // Signalling NaNs are not quieted here; see `avx2::ld_bf16` for why outputs are the
+        // same.
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
-        unsafe {
-            // Signalling NaNs are not quieted here; see `avx2::ld_bf16` for why outputs are the
-            // same.
-            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
-                _mm256_loadu_si256(src.cast()),
-            )))
+        let h = unsafe { _mm256_loadu_si256(src.cast()) };
+        if BF16 {
+            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BW
+            // (`Avx512::native_bf16`).
+            unsafe {
+                // One word permute puts value `i` in the high half of lane `i` and zeroes the
+                // low halves (mask 0xAAAAAAAA): one operation instead of a widening and a
+                // shift, which counts where 16-bit RoPE is bound by vector operations
+                // (`cargo bench --bench ratio`, the bf16 rows in cache).
+                let idx = _mm512_set_epi16(
+                    15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4, 0,
+                    3, 0, 2, 0, 1, 0, 0, 0,
+                );
+                return _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(
+                    0xAAAA_AAAA,
+                    idx,
+                    _mm512_castsi256_si512(h),
+                ));
+            }
         }
+        // SAFETY: the token proves AVX-512F (`Avx512::new`).
+        unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h))) }
     }
     #[inline(always)]
     unsafe fn st_bf16(self, v: __m512, dst: *mut half::bf16) {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
         unsafe { _mm256_storeu_si256(dst.cast(), self.bf16_packed(v)) }
+    }
+    #[inline(always)]
+    unsafe fn st_bf16_pair(self, a: __m512, pa: *mut half::bf16, b: __m512, pb: *mut half::bf16) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointers address the
+        // lanes (the caller's precondition).
+        unsafe {
+            let (a, b) = self.bf16_packed_pair(a, b);
+            _mm256_storeu_si256(pa.cast(), a);
+            _mm256_storeu_si256(pb.cast(), b);
+        }
     }
     #[inline(always)]
     unsafe fn ld_i32_widen(self, p: *const i32) -> __m512d {
@@ -324,6 +351,33 @@ impl<const BF16: bool> Avx512<BF16> {
         }
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
         unsafe { _mm512_cvtepi32_epi16(self.bf16_bits(v)) }
+    }
+
+    /// [`Avx512::bf16_packed`] of two vectors, with one subnormal test for both: the test and
+    /// its branch cost about as much as the native conversion itself, so a kernel that
+    /// produces two vectors at once converts them under one (`benches/ratio.rs`, bf16 rows).
+    #[inline(always)]
+    fn bf16_packed_pair(self, a: __m512, b: __m512) -> (__m256i, __m256i) {
+        if BF16 {
+            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16 and AVX512-DQ
+            // (`Avx512::native_bf16`).
+            unsafe {
+                let sub = _mm512_fpclass_ps_mask::<0x20>(a) | _mm512_fpclass_ps_mask::<0x20>(b);
+                if sub == 0 {
+                    return (
+                        core::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(a)),
+                        core::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(b)),
+                    );
+                }
+            }
+        }
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            (
+                _mm512_cvtepi32_epi16(self.bf16_bits(a)),
+                _mm512_cvtepi32_epi16(self.bf16_bits(b)),
+            )
+        }
     }
 
     /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
