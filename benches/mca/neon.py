@@ -112,6 +112,11 @@ def main():
             loops = [b for b in inner_loops(fns[names[(short, tier)]]) if any(".4s" in a for _, _, a in b)]
             body = max(loops, key=stored_bytes)
             elems = stored_bytes(body) // size
+            if elems == 0:
+                # No vector loop stores T: the stores sit in scalar loops of their own (LLVM
+                # did not vectorize the conversion), which this picker cannot time.
+                print(f"| {short} | {tier} | — | — | " + " | ".join("—" for _ in CPUS) + " |")
+                continue
             calls = sum(op == "bl" for _, op, _ in body)
             cyc = []
             for cpu in CPUS:
@@ -127,6 +132,8 @@ def main():
     print("| dtype | " + " | ".join(f"{c}: portable / neon" for c in CPUS) + " |")
     print("|---|" + "---:|" * len(CPUS))
     for short, _, _ in DTYPES:
+        if (short, "portable") not in per or (short, "neon") not in per:
+            continue
         print(f"| {short} | " + " | ".join(
             f"{p / n:.2f}" for p, n in zip(per[(short, 'portable')], per[(short, 'neon')])) + " |")
 

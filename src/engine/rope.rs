@@ -298,11 +298,12 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
 }
 
 /// Whether interleaved loops take their vectors two at a time, to store them with one
-/// [`Simd::st2`]: for a bf16 destination, whose rounding on AVX512-BF16 tests each vector for
-/// subnormals, and one test for two vectors ran faster (`cargo bench --bench ratio`, the bf16
-/// rows). Other destinations keep one vector at a time: there `st2` is two stores.
-const fn paired<O: Element>() -> bool {
-    matches!(O::DTYPE, Dtype::Bf16)
+/// [`Simd::st2`]: for a bf16 destination on a tier whose bf16 rounding tests each vector
+/// ([`Simd::BF16_PAIR`]), where one test for two vectors ran faster (AVX512-BF16: `cargo
+/// bench --bench ratio`, the bf16 rows; NEON: `benches/mca/neon.py`). Other kernels keep one
+/// vector at a time.
+const fn paired<S: Simd, O: Element>() -> bool {
+    S::BF16_PAIR && matches!(O::DTYPE, Dtype::Bf16)
 }
 
 /// Up to this many bytes per call, a call counts as in cache: the table stays in registers
@@ -868,8 +869,8 @@ impl<S: Simd> Run<'_, S> {
         if IL {
             let (m, start) = (2 * n, 2 * j0);
             let ml = m / l * l;
-            let mut k0 = 0;
-            if paired::<O>() {
+            let mut k0 = 0; // stays 0 (a constant) in kernels that do not pair
+            if paired::<S, O>() {
                 while k0 + 2 * l <= ml {
                     // SAFETY: entries `k0 .. k0 + 2l ≤ 2n` of the table were written for this chunk.
                     let (t0, t1) = unsafe { (tab.get(s, k0), tab.get(s, k0 + l)) };
@@ -1089,8 +1090,8 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: the window of head `h` (the caller's precondition), f32 (`SKEW`).
                 unsafe { self.ends::<I, IL, ONCE>(p.cast(), q.cast(), c[NV - 1], sn[NV - 1]) };
             }
-            let mut v = 0;
-            if IL && paired::<O>() {
+            if IL && paired::<S, O>() {
+                let mut v = 0;
                 while v + 1 < whole {
                     // SAFETY: vectors `v`, `v + 1` of the window of head `h < nh`, inside it
                     // (the caller's precondition).
@@ -1105,8 +1106,13 @@ impl<S: Simd> Run<'_, S> {
                     };
                     v += 2;
                 }
+                if v < whole {
+                    // SAFETY: the last vector of the window of head `h < nh`, inside it.
+                    unsafe { self.vector::<I, O, IL, ONCE>(p, q, e + v * l, c[v], sn[v]) };
+                }
+                continue;
             }
-            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate().skip(v) {
+            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate() {
                 let k = e + v * l;
                 // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
                 // partner `half` further), inside the window (the caller's precondition).
@@ -1159,11 +1165,16 @@ impl<S: Simd> Run<'_, S> {
         let s = self.s;
         // SAFETY: the caller's precondition.
         unsafe {
-            let (ra, rb) = (
-                self.rot::<I, ONCE>(x, c, y, sn, true),
-                self.rot::<I, ONCE>(y, c, x, sn, false),
-            );
-            s.st2::<O>(ra, a, rb, b);
+            if paired::<S, O>() {
+                let (ra, rb) = (
+                    self.rot::<I, ONCE>(x, c, y, sn, true),
+                    self.rot::<I, ONCE>(y, c, x, sn, false),
+                );
+                s.st2::<O>(ra, a, rb, b);
+            } else {
+                s.st::<O>(self.rot::<I, ONCE>(x, c, y, sn, true), a);
+                s.st::<O>(self.rot::<I, ONCE>(y, c, x, sn, false), b);
+            }
         }
     }
 

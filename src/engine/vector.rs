@@ -43,6 +43,11 @@ pub(crate) trait Simd: Copy {
     /// vector past a vector boundary (a `malloc`ed buffer on AVX2) on whole-vector boundaries,
     /// its two end pieces together in one vector (see `engine/rope.rs`).
     const HALVES: bool = false;
+    /// Whether [`Simd::st_bf16_pair`] costs less than two [`Simd::st_bf16`] (a rounding whose
+    /// per-vector test two vectors can share). Only then do kernels take two vectors at a
+    /// time for it: elsewhere the pairing gains nothing and changed the portable tier's code
+    /// for the worse (LLVM stopped vectorizing its bf16 stores; `benches/mca/neon.py`).
+    const BF16_PAIR: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.
@@ -155,8 +160,8 @@ pub(crate) trait Simd: Copy {
     /// As [`Simd::st_f32`].
     unsafe fn st_bf16(self, v: Self::F, p: *mut half::bf16);
     /// Two vectors rounded to bf16 as [`Simd::st_bf16`] and stored to `pa` and `pb`. Here two
-    /// stores; a tier whose rounding has a per-vector check (AVX512-BF16's subnormal test, see
-    /// `x86_64/avx512.rs`) makes it once for both.
+    /// stores; a tier whose rounding has a per-vector test (AVX512-BF16's for subnormals,
+    /// NEON's for NaNs) makes it once for both, and sets [`Simd::BF16_PAIR`].
     ///
     /// # Safety
     /// As [`Simd::st_f32`], for each of `pa` and `pb`.
@@ -222,9 +227,10 @@ pub(crate) trait Simd: Copy {
         }
     }
 
-    /// [`Simd::st`] of `a` to `pa` and `b` to `pb`: for bf16 [`Simd::st_bf16_pair`], which
-    /// kernels producing two vectors at once (a rotate_half pair, two interleaved vectors)
-    /// call so that a tier can share work between the two roundings.
+    /// [`Simd::st`] of `a` to `pa` and `b` to `pb`: for bf16 on a tier with
+    /// [`Simd::BF16_PAIR`], [`Simd::st_bf16_pair`]. Kernels producing two vectors at once (a
+    /// rotate_half pair, two interleaved vectors) call it so that such a tier shares work
+    /// between the two roundings.
     ///
     /// # Safety
     /// `pa .. pa + LANES` and `pb .. pb + LANES` are writable.
@@ -233,7 +239,7 @@ pub(crate) trait Simd: Copy {
         // SAFETY: as in `st`.
         unsafe {
             match T::DTYPE {
-                Dtype::Bf16 => self.st_bf16_pair(
+                Dtype::Bf16 if Self::BF16_PAIR => self.st_bf16_pair(
                     a,
                     cast::<T, half::bf16>(pa).cast_mut(),
                     b,

@@ -65,6 +65,7 @@ pub(crate) struct F64x4(float64x2_t, float64x2_t);
 
 impl Simd for Neon {
     const LANES: usize = 8;
+    const BF16_PAIR: bool = true;
     // Two of the 32 q registers per value.
     const REGISTERS: usize = 16;
     type F = F32x8;
@@ -226,6 +227,26 @@ impl Simd for Neon {
         unsafe { vst1q_u16(dst.cast(), h) }
     }
     #[inline(always)]
+    unsafe fn st_bf16_pair(self, a: F32x8, pa: *mut half::bf16, b: F32x8, pb: *mut half::bf16) {
+        // One NaN test for 16 values: `fmax` and `fmaxv` return NaN when any lane is one. Only
+        // then do the lanes need `narrow_bf16`'s quieting blend; otherwise the rounding alone
+        // gives `half`'s bits. Fewer vector operations per value in the bound loop (llvm-mca
+        // on the bf16 Rotate loop: `benches/mca/neon.py`).
+        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
+        let nan = unsafe { vmaxvq_f32(vmaxq_f32(vmaxq_f32(a.0, a.1), vmaxq_f32(b.0, b.1))) };
+        let (ha, hb) = if nan.is_nan() {
+            (self.narrow_bf16(a), self.narrow_bf16(b))
+        } else {
+            (self.round_bf16_halves(a).1, self.round_bf16_halves(b).1)
+        };
+        // SAFETY: the token proves NEON; `pa .. pa + 8` and `pb .. pb + 8` (16 bytes each) are
+        // writable (the caller's precondition).
+        unsafe {
+            vst1q_u16(pa.cast(), ha);
+            vst1q_u16(pb.cast(), hb);
+        }
+    }
+    #[inline(always)]
     unsafe fn ld_d(self, p: *const f64) -> F64x4 {
         // SAFETY: the token proves NEON; `p .. p + 4` is readable (the caller's precondition).
         unsafe { F64x4(vld1q_f64(p), vld1q_f64(p.add(2))) }
@@ -384,6 +405,24 @@ impl Neon {
     /// halves afterwards (llvm-mca on the bf16 Rotate loop, `benches/LOG.md`).
     #[inline(always)]
     fn narrow_bf16(self, v: F32x8) -> uint16x8_t {
+        let (hi, rounded) = self.round_bf16_halves(v);
+        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
+        unsafe {
+            let quiet = vorrq_u16(hi, vdupq_n_u16(0x0040));
+            // All ones where the lane is a number (a NaN is unequal to itself), narrowed to
+            // the 16-bit halves like `hi`.
+            let number = vuzp1q_u16(
+                vreinterpretq_u16_u32(vceqq_f32(v.0, v.0)),
+                vreinterpretq_u16_u32(vceqq_f32(v.1, v.1)),
+            );
+            vbslq_u16(number, rounded, quiet)
+        }
+    }
+
+    /// The high 16-bit halves of the 8 lanes (the truncated bf16) and those halves rounded to
+    /// nearest even: [`Neon::narrow_bf16`] for every lane that is not a NaN.
+    #[inline(always)]
+    fn round_bf16_halves(self, v: F32x8) -> (uint16x8_t, uint16x8_t) {
         // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
         unsafe {
             let (a, b) = (vreinterpretq_u16_f32(v.0), vreinterpretq_u16_f32(v.1));
@@ -394,15 +433,7 @@ impl Neon {
             // (overflow to infinity) exactly as the 32-bit sum does.
             let lsb = vandq_u16(hi, vdupq_n_u16(1));
             let up = vcgtq_u16(lo, vsubq_u16(vdupq_n_u16(0x8000), lsb));
-            let rounded = vsubq_u16(hi, up);
-            let quiet = vorrq_u16(hi, vdupq_n_u16(0x0040));
-            // All ones where the lane is a number (a NaN is unequal to itself), narrowed to
-            // the 16-bit halves like `hi`.
-            let number = vuzp1q_u16(
-                vreinterpretq_u16_u32(vceqq_f32(v.0, v.0)),
-                vreinterpretq_u16_u32(vceqq_f32(v.1, v.1)),
-            );
-            vbslq_u16(number, rounded, quiet)
+            (hi, vsubq_u16(hi, up))
         }
     }
 }
@@ -511,6 +542,35 @@ mod tests {
                     "round_bf16 of {:#010x}",
                     x[i].to_bits()
                 );
+            }
+        });
+    }
+
+    /// The pair store's fast path (no NaN in either vector) and its full path (a NaN in
+    /// one of them) against `half`, with every pattern in either vector of the pair.
+    #[test]
+    fn bf16_pair_store_is_halfs_bits() {
+        let t = Neon::new().expect("NEON is available on every aarch64 target this runs on");
+        let other = [
+            1.0f32, -2.5, 3.0e-3, 1.00390625, -7.5e-39, 65504.0, 0.1, -0.0,
+        ];
+        each_vector(|x| {
+            for (a, b) in [(x, &other), (&other, x)] {
+                let (mut oa, mut ob) = ([half::bf16::ZERO; 8], [half::bf16::ZERO; 8]);
+                // SAFETY: `a`, `b` hold 8 readable values and `oa`, `ob` 8 writable ones.
+                unsafe {
+                    let (va, vb) = (t.ld_f32(a.as_ptr()), t.ld_f32(b.as_ptr()));
+                    t.st_bf16_pair(va, oa.as_mut_ptr(), vb, ob.as_mut_ptr());
+                }
+                for (v, o) in a.iter().zip(&oa).chain(b.iter().zip(&ob)) {
+                    let want = half::bf16::from_f32(*v);
+                    assert_eq!(
+                        o.to_bits(),
+                        want.to_bits(),
+                        "st_bf16_pair of {:#010x}",
+                        v.to_bits()
+                    );
+                }
             }
         });
     }

@@ -74,6 +74,7 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
     const REGISTERS: usize = 32;
     const HALVES: bool = true;
+    const BF16_PAIR: bool = BF16;
     type F = __m512;
     type D = __m512d;
 
