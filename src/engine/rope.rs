@@ -56,6 +56,10 @@
 //!   --bench align`, every placement in a cache line side by side). Not with one head per pass
 //!   (interleaved streaming): there a table load serves one head, and the table loaded as
 //!   halves cost what the split data accesses did.
+//! * A bf16 destination on a tier whose rounding tests each vector (AVX512-BF16 for
+//!   subnormals, NEON for NaNs: `Simd::BF16_PAIR`) is written two vectors at a time (a
+//!   rotate_half pair, two interleaved vectors) through one `Simd::st2`, which makes that test
+//!   once for both (`cargo bench --bench ratio`, the bf16 rows; `benches/mca/neon.py`).
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
 //!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!
@@ -881,12 +885,7 @@ impl<S: Simd> Run<'_, S> {
                             let (p, w) = (p0.add(i * ps + at), w.wrapping_add(at));
                             let v0 = self.ld::<I, ONCE, NORM>(p, w, pre);
                             let v1 = self.ld::<I, ONCE, NORM>(p.add(l), w.wrapping_add(l), pre);
-                            self.inter_pair::<I, O, ONCE>(
-                                [v0, v1],
-                                q0.add(i * qs + at),
-                                [t0.0, t0.1],
-                                [t1.0, t1.1],
-                            );
+                            self.inter_pair::<I, O, ONCE>([v0, v1], q0.add(i * qs + at), [t0, t1]);
                         }
                     }
                     k0 += 2 * l;
@@ -1100,8 +1099,7 @@ impl<S: Simd> Run<'_, S> {
                             p,
                             q,
                             e + v * l,
-                            [c[v], c[v + 1]],
-                            [sn[v], sn[v + 1]],
+                            [(c[v], sn[v]), (c[v + 1], sn[v + 1])],
                         )
                     };
                     v += 2;
@@ -1231,8 +1229,8 @@ impl<S: Simd> Run<'_, S> {
         unsafe { s.st::<O>(self.rot::<I, ONCE>(v, c, s.swap_pairs(v), sn, false), q) };
     }
 
-    /// Interleaved vectors `k` and `k + LANES` of the window at `p`, rotated with tables
-    /// `c[i]`, `sn[i]` into the window at `q` (see [`Run::inter_pair`]).
+    /// Interleaved vectors `k` and `k + LANES` of the window at `p`, rotated with their tables
+    /// `t` (`(c, s)` each) into the window at `q` (see [`Run::inter_pair`]).
     ///
     /// # Safety
     /// Values `k .. k + 2·LANES` lie inside both windows.
@@ -1242,20 +1240,19 @@ impl<S: Simd> Run<'_, S> {
         p: *const I,
         q: *mut O,
         k: usize,
-        c: [S::F; 2],
-        sn: [S::F; 2],
+        t: [(S::F, S::F); 2],
     ) {
         let (s, l) = (self.s, S::LANES);
         // SAFETY: the caller's precondition.
         unsafe {
             let v = [s.ld::<I>(p.add(k)), s.ld::<I>(p.add(k + l))];
-            self.inter_pair::<I, O, ONCE>(v, q.add(k), [c[0], sn[0]], [c[1], sn[1]]);
+            self.inter_pair::<I, O, ONCE>(v, q.add(k), t);
         }
     }
 
     /// Two consecutive interleaved vectors `v` (loaded), each [`Run::inter`] with its table
-    /// `(c, s)`, stored to `q` and `q + LANES` with one [`Simd::st2`]: for a bf16 destination
-    /// that shares the rounding's check between them (see [`paired`]).
+    /// `t[i]` = `(c, s)`, stored to `q` and `q + LANES` with one [`Simd::st2`]: for a bf16
+    /// destination that shares the rounding's test between them (see [`paired`]).
     ///
     /// # Safety
     /// `q .. q + 2·LANES` is writable.
@@ -1264,12 +1261,11 @@ impl<S: Simd> Run<'_, S> {
         &self,
         v: [S::F; 2],
         q: *mut O,
-        t0: [S::F; 2],
-        t1: [S::F; 2],
+        t: [(S::F, S::F); 2],
     ) {
         let s = self.s;
-        let r0 = self.rot::<I, ONCE>(v[0], t0[0], s.swap_pairs(v[0]), t0[1], false);
-        let r1 = self.rot::<I, ONCE>(v[1], t1[0], s.swap_pairs(v[1]), t1[1], false);
+        let r0 = self.rot::<I, ONCE>(v[0], t[0].0, s.swap_pairs(v[0]), t[0].1, false);
+        let r1 = self.rot::<I, ONCE>(v[1], t[1].0, s.swap_pairs(v[1]), t[1].1, false);
         // SAFETY: the caller's precondition.
         unsafe { s.st2::<O>(r0, q, r1, q.add(S::LANES)) };
     }
