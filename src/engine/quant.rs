@@ -350,7 +350,7 @@ impl<B: Block> Kernel for Quantize<'_, B> {
         for (o, x) in (&mut outs).zip(&mut xs) {
             // Each block's peak, one block at a time: the index goes through `black_box` so
             // that LLVM does not vectorize this loop *across* the blocks, which for AVX-512 it
-            // did with a gather per value of a block, four times slower than within a block
+            // did with a gather per value of a block, far slower than working within each block
             // (`cargo bench --bench quant`, the quantize pass).
             let mut d = [0.0f32; GROUP];
             for (i, d) in d.iter_mut().enumerate() {

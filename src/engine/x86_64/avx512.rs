@@ -9,7 +9,8 @@
 //! instruction for what is otherwise an integer round-to-nearest-even sequence of ten. That
 //! instruction rounds exactly as `half::bf16::from_f32` (nearest-even, NaN quieted by setting
 //! bit 6) except that it reads subnormal inputs as zero, so a vector with a subnormal lane
-//! (`vfpclassps`, rare in practice) takes the integer sequence instead: the bits are
+//! (`vfpclassps`, rare in practice; one test for two vectors where a kernel stores two at once)
+//! takes the integer sequence instead: the bits are
 //! `half`'s either way (`tests/element.rs` walks every bf16 pattern through every backend).
 
 use crate::engine::detect;
@@ -372,13 +373,8 @@ impl<const BF16: bool> Avx512<BF16> {
                 }
             }
         }
-        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
-        unsafe {
-            (
-                _mm512_cvtepi32_epi16(self.bf16_bits(a)),
-                _mm512_cvtepi32_epi16(self.bf16_bits(b)),
-            )
-        }
+        // A subnormal in either: each vector on its own (the rare path).
+        (self.bf16_packed(a), self.bf16_packed(b))
     }
 
     /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
