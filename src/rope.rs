@@ -146,6 +146,11 @@ pub struct Rope {
     axes: Axes,
     axis: [u8; MAX_PAIRS],
     inv_freq: [f32; MAX_PAIRS],
+    /// [`Rope::position_limit`], computed once: every call that takes positions checks them
+    /// against it, and working it out (a pass over the frequencies and two exact multiply-adds
+    /// in software) cost a decode call as much as several heads' rotation (`perf report` of
+    /// `apply` on one token).
+    position_limit: u32,
 }
 
 impl fmt::Debug for Rope {
@@ -162,6 +167,12 @@ impl fmt::Debug for Rope {
             .field("inv_freq", &self.inv_freq())
             .finish()
     }
+}
+
+/// The largest |position| whose angles stay in the domain for every frequency of `inv_freq`.
+fn limit_of(inv_freq: &[f32]) -> u32 {
+    let w = inv_freq.iter().fold(0.0f32, |m, &w| m.max(w.abs()));
+    trig::max_abs_position(w)
 }
 
 /// Validates `head_dim` and `rotary_dim` as a pair.
@@ -222,6 +233,7 @@ impl Rope {
             rounding: Rounding::Once,
             axes: config.axes,
             axis,
+            position_limit: limit_of(&inv_freq[..config.rotary_dim / 2]),
             inv_freq,
         })
     }
@@ -259,6 +271,7 @@ impl Rope {
             rounding: Rounding::Once,
             axes: Axes::Single,
             axis: [0; MAX_PAIRS],
+            position_limit: limit_of(inv_freq),
             inv_freq: table,
         })
     }
@@ -397,8 +410,7 @@ impl Rope {
     /// assert!(Rope::new(&fast).unwrap().position_limit() < 1 << 26); // ω up to 10
     /// ```
     pub fn position_limit(&self) -> u32 {
-        let w = self.inv_freq().iter().fold(0.0f32, |m, &w| m.max(w.abs()));
-        trig::max_abs_position(w)
+        self.position_limit
     }
 
     /// Checks an angle source against this rope: positions fit an i32; a table has
@@ -699,6 +711,14 @@ impl Rope {
             f(0, tokens, self.unscaled(p, n_axes));
             return;
         }
+        // A decode step's few positions go through a small buffer: zeroing the large one
+        // cost a one-token call more than its positions' check (`perf report`).
+        if ints.len() <= SMALL_CONVERT {
+            let mut buf = [0i32; SMALL_CONVERT];
+            let n = ints.convert(0, &mut buf[..ints.len()]);
+            f(0, tokens, self.unscaled(&buf[..n], n_axes));
+            return;
+        }
         let mut buf = [0i32; CONVERT];
         let per = CONVERT / per_token; // tokens per piece (n_axes ≤ 3)
         let mut first = 0;
@@ -878,6 +898,8 @@ impl Rope {
 /// Positions converted to i32 per engine call when the caller's are another type: a stack
 /// buffer, so nothing is allocated (a whole number of 1-, 2- and 3-axis rows).
 const CONVERT: usize = 384;
+/// Positions converted at once for a call with this many or fewer (decode steps).
+const SMALL_CONVERT: usize = 48;
 
 impl Rope {
     /// The checks of [`Rope::apply_qk`] (and its parallel form): `q` then `k`, a length
