@@ -207,8 +207,10 @@ fn lanes<A: Copy, B: Copy + Default, const N: usize>(a: [A; N], f: impl Fn(A) ->
 }
 
 // The 16-bit conversions, one lane at a time but without a branch, so that LLVM turns the
-// `map` over 8 lanes into vector integer operations (SSE2, NEON, simd128) instead of 8 calls
-// to `half`'s branchy conversions. Each gives `half`'s bits for every input: the tests run
+// loop over 8 lanes (`lanes`) into vector integer operations (SSE2, NEON, simd128) instead of
+// 8 calls to `half`'s branchy conversions. The two that use the f32 adder give the same bits
+// under a caller's flush-to-zero / denormals-are-zero modes: their operands and results are
+// normal f32, except `f32_to_f16`'s input below 2^-126, which rounds to a zero f16 either way. Each gives `half`'s bits for every input: the tests run
 // every f16/bf16 pattern and a dense f32 sample through this tier and compare bits with the
 // scalar tier, which calls `half`. Selects are written as masks (`0 - bool`), not `if`, so no
 // branch is left for LLVM to keep.
