@@ -196,8 +196,12 @@ impl Simd for Portable {
 /// `f` on every lane of `a`: `a.map(f)`, but inlined. LLVM leaves `array::map` (its
 /// `try_map`) out of line in a kernel as large as the RoPE driver, a call per vector that
 /// also keeps the lanes from being vectorized (seen in `perf report` of the portable f16
-/// RoPE); a loop over the lanes in an always-inlined function is unrolled and vectorized.
-#[inline(always)]
+/// RoPE), and a plain `#[inline]` here fares no better for f16; a loop over the lanes in an
+/// always-inlined function is unrolled and vectorized. Only where debug assertions are off:
+/// unoptimized, every inlined copy keeps its own stack slots, and the kernel's frame outgrew
+/// a test thread's stack (the fuzz replay at opt-level 0).
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn lanes<A: Copy, B: Copy + Default, const N: usize>(a: [A; N], f: impl Fn(A) -> B) -> [B; N] {
     let mut out = [B::default(); N];
     for i in 0..N {
@@ -216,14 +220,14 @@ fn lanes<A: Copy, B: Copy + Default, const N: usize>(a: [A; N], f: impl Fn(A) ->
 // branch is left for LLVM to keep.
 
 /// All ones when `c`, else zero.
-#[inline(always)]
+#[inline]
 fn mask(c: bool) -> u32 {
     0u32.wrapping_sub(c as u32)
 }
 
 /// `half::bf16::from_f32(x).to_bits()`: round to nearest even; a NaN keeps its sign and top
 /// payload bits and becomes quiet.
-#[inline(always)]
+#[inline]
 fn f32_to_bf16(x: f32) -> u16 {
     let b = x.to_bits();
     // Adding 0x7fff plus the kept part's lowest bit carries into bit 16 exactly when the
@@ -237,7 +241,7 @@ fn f32_to_bf16(x: f32) -> u16 {
 
 /// `half::bf16::to_f32`, except that a signalling NaN stays signalling (as in every tier's
 /// loads): the bits move up, nothing rounds.
-#[inline(always)]
+#[inline]
 fn bf16_to_f32(h: u16) -> f32 {
     f32::from_bits((h as u32) << 16)
 }
@@ -256,7 +260,7 @@ fn bf16_to_f32(h: u16) -> f32 {
 /// ```
 /// (F. Giesen's `float_to_half_fast3_rtne`, with `half`'s NaN payload.) Values from 65520 up
 /// round to infinity through the third case, as they should.
-#[inline(always)]
+#[inline]
 fn f32_to_f16(x: f32) -> u16 {
     let b = x.to_bits();
     let sign = (b >> 16) & 0x8000;
@@ -289,7 +293,7 @@ fn f32_to_f16(x: f32) -> u16 {
 ///                             normalises the mantissa, exactly
 /// otherwise               →  m + (127 − 15) << 23
 /// ```
-#[inline(always)]
+#[inline]
 fn f16_to_f32(h: u16) -> f32 {
     let h = h as u32;
     let m = (h & 0x7fff) << 13;
