@@ -713,14 +713,15 @@ impl Rope {
         }
         // A decode step's few positions go through a small buffer: zeroing the large one
         // cost a one-token call more than its positions' check (`perf report`).
-        if ints.len() <= SMALL_CONVERT {
-            let mut buf = [0i32; SMALL_CONVERT];
-            let n = ints.convert(0, &mut buf[..ints.len()]);
-            f(0, tokens, self.unscaled(&buf[..n], n_axes));
-            return;
-        }
-        let mut buf = [0i32; CONVERT];
-        let per = CONVERT / per_token; // tokens per piece (n_axes ≤ 3)
+        let mut small = [0i32; SMALL_CONVERT];
+        let mut large;
+        let buf: &mut [i32] = if ints.len() <= SMALL_CONVERT {
+            &mut small
+        } else {
+            large = [0i32; CONVERT];
+            &mut large
+        };
+        let per = buf.len() / per_token; // tokens per piece (n_axes ≤ 3)
         let mut first = 0;
         while first < tokens {
             let n = ints.convert(first * per_token, &mut buf[..per * per_token]) / per_token;
@@ -898,7 +899,8 @@ impl Rope {
 /// Positions converted to i32 per engine call when the caller's are another type: a stack
 /// buffer, so nothing is allocated (a whole number of 1-, 2- and 3-axis rows).
 const CONVERT: usize = 384;
-/// Positions converted at once for a call with this many or fewer (decode steps).
+/// Positions converted at once for a call with this many or fewer (decode steps); like
+/// `CONVERT`, a whole number of 1-, 2- and 3-axis rows.
 const SMALL_CONVERT: usize = 48;
 
 impl Rope {
