@@ -158,6 +158,10 @@ check() {
         fi
         if [[ $name == *::run_bf16::* ]]; then
           need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
+          # Interleaved RoPE into bf16 converts two consecutive vectors with one instruction.
+          if [[ $name =~ Rotate\<[^,]+,\ half::bfloat::bf16,\ true, ]]; then
+            need "$(count "$n" vcvtne2ps2bf16)" "vcvtne2ps2bf16 (two vectors per AVX512-BF16 rounding)"
+          fi
         fi
         if [ -n "$extra" ]; then need "$(count "$n" "$extra")" "$extra (self-test pattern)"; fi
         ;;

@@ -302,7 +302,7 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
 }
 
 /// Whether interleaved loops take their vectors two at a time, to store them with one
-/// [`Simd::st2`]: for a bf16 destination on a tier whose bf16 rounding tests each vector
+/// [`Simd::st2_joined`]: for a bf16 destination on a tier whose bf16 rounding tests each vector
 /// ([`Simd::BF16_PAIR`]), where one test for two vectors ran faster (AVX512-BF16: `cargo
 /// bench --bench ratio`, the bf16 rows; NEON: `benches/mca/neon.py`). Other kernels keep one
 /// vector at a time.
@@ -1251,7 +1251,7 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// Two consecutive interleaved vectors `v` (loaded), each [`Run::inter`] with its table
-    /// `t[i]` = `(c, s)`, stored to `q` and `q + LANES` with one [`Simd::st2`]: for a bf16
+    /// `t[i]` = `(c, s)`, stored to `q` and `q + LANES` with one [`Simd::st2_joined`]: for a bf16
     /// destination that shares the rounding's test between them (see [`paired`]).
     ///
     /// # Safety
@@ -1267,7 +1267,7 @@ impl<S: Simd> Run<'_, S> {
         let r0 = self.rot::<I, ONCE>(v[0], t[0].0, s.swap_pairs(v[0]), t[0].1, false);
         let r1 = self.rot::<I, ONCE>(v[1], t[1].0, s.swap_pairs(v[1]), t[1].1, false);
         // SAFETY: the caller's precondition.
-        unsafe { s.st2::<O>(r0, q, r1, q.add(S::LANES)) };
+        unsafe { s.st2_joined::<O>(r0, r1, q) };
     }
 
     /// `x·c ∓ y·s` (`minus` picks the sign; interleaved tables carry it in `s`). Every layout

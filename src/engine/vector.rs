@@ -173,6 +173,16 @@ pub(crate) trait Simd: Copy {
             self.st_bf16(b, pb);
         }
     }
+    /// [`Simd::st_bf16_pair`] of two vectors stored together: `a` at `p`, `b` right after it
+    /// (two consecutive vectors of an interleaved head). A tier may convert both as one.
+    ///
+    /// # Safety
+    /// As [`Simd::st_f32`], for `p .. p + 2·LANES`.
+    #[inline(always)]
+    unsafe fn st_bf16_joined(self, a: Self::F, b: Self::F, p: *mut half::bf16) {
+        // SAFETY: the caller's precondition.
+        unsafe { self.st_bf16_pair(a, p, b, p.add(Self::LANES)) }
+    }
     /// `LANES / 2` f64 from `p`.
     ///
     /// # Safety
@@ -248,6 +258,29 @@ pub(crate) trait Simd: Copy {
                 _ => {
                     self.st(a, pa);
                     self.st(b, pb);
+                }
+            }
+        }
+    }
+
+    /// [`Simd::st2`] of two vectors stored together, `a` at `p` and `b` right after it: for
+    /// bf16 on a tier with [`Simd::BF16_PAIR`], [`Simd::st_bf16_joined`]. (A method of its
+    /// own, not a test of the two pointers in `st2`: with both paths in every kernel, LLVM
+    /// spilled the rotate_half loops' tables, `cargo bench --bench ratio`.)
+    ///
+    /// # Safety
+    /// `p .. p + 2·LANES` is writable.
+    #[inline(always)]
+    unsafe fn st2_joined<T: Element>(self, a: Self::F, b: Self::F, p: *mut T) {
+        // SAFETY: as in `st`.
+        unsafe {
+            match T::DTYPE {
+                Dtype::Bf16 if Self::BF16_PAIR => {
+                    self.st_bf16_joined(a, b, cast::<T, half::bf16>(p).cast_mut())
+                }
+                _ => {
+                    self.st(a, p);
+                    self.st(b, p.add(Self::LANES));
                 }
             }
         }

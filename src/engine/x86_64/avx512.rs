@@ -9,9 +9,11 @@
 //! instruction for what is otherwise an integer round-to-nearest-even sequence of ten. That
 //! instruction rounds exactly as `half::bf16::from_f32` (nearest-even, NaN quieted by setting
 //! bit 6) except that it reads subnormal inputs as zero, so a vector with a subnormal lane
-//! (`vfpclassps`, rare in practice; one test for two vectors where a kernel stores two at once)
-//! takes the integer sequence instead: the bits are
-//! `half`'s either way (`tests/element.rs` walks every bf16 pattern through every backend).
+//! (`vfpclassps`, rare in practice) takes the integer sequence instead; kernels that store two
+//! vectors at once test both under one branch, and two consecutive vectors are converted by
+//! one `vcvtne2ps2bf16` whose results are tested for ±0 (what a subnormal input becomes)
+//! before anything is classified (`Avx512::bf16_packed_joined`). The bits are `half`'s either
+//! way (`tests/element.rs` walks every bf16 pattern through every backend).
 
 use crate::engine::detect;
 use crate::engine::vector::{Kernel, Simd};
@@ -317,6 +319,12 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         }
     }
     #[inline(always)]
+    unsafe fn st_bf16_joined(self, a: __m512, b: __m512, p: *mut half::bf16) {
+        // SAFETY: the token proves AVX-512F; the pointer addresses the 32 values (the
+        // caller's precondition).
+        unsafe { _mm512_storeu_si512(p.cast(), self.bf16_packed_joined(a, b)) }
+    }
+    #[inline(always)]
     unsafe fn ld_i32_widen(self, p: *const i32) -> __m512d {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
         unsafe { _mm512_cvtepi32_pd(_mm256_loadu_si256(p.cast())) }
@@ -358,6 +366,8 @@ impl<const BF16: bool> Avx512<BF16> {
     /// [`Avx512::bf16_packed`] of two vectors, with one subnormal test for both: the test and
     /// its branch cost about as much as the native conversion itself, so a kernel that
     /// produces two vectors at once converts them under one (`benches/ratio.rs`, bf16 rows).
+    /// For two vectors stored apart (a rotate_half pair); see
+    /// [`Avx512::bf16_packed_joined`] for two stored together.
     #[inline(always)]
     fn bf16_packed_pair(self, a: __m512, b: __m512) -> (__m256i, __m256i) {
         if BF16 {
@@ -377,6 +387,47 @@ impl<const BF16: bool> Avx512<BF16> {
         (self.bf16_packed(a), self.bf16_packed(b))
     }
 
+    /// [`Avx512::bf16_packed`] of two vectors stored together (two consecutive vectors of an
+    /// interleaved head), `a` in the low 256 bits and `b` in the high: one `vcvtne2ps2bf16`
+    /// for both, then one test of its 32 results.
+    ///
+    /// The native conversion differs from `half` only on subnormal inputs, which it reads as
+    /// zero; an f32 that is not subnormal rounds to a bf16 that is not either (the two share
+    /// the exponent range). So a result that differs from `half`'s is always ±0, and the
+    /// results are `half`'s whenever none of the 32 is ±0 (`vptestnmw`): the common path. With
+    /// a ±0 among them, the inputs are classified (`vfpclassps`) and a vector with a subnormal
+    /// lane takes the integer sequence. This measured faster than [`Avx512::bf16_packed_pair`]
+    /// for two interleaved vectors (`cargo bench --bench ratio`, the interleaved bf16 rows),
+    /// and slower for a rotate_half pair, whose two halves would go to two stores
+    /// (`cargo bench --bench fused -- into`, f32 into bf16 in cache).
+    #[inline(always)]
+    fn bf16_packed_joined(self, a: __m512, b: __m512) -> __m512i {
+        if BF16 {
+            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16, AVX512-DQ and
+            // AVX512-BW (`Avx512::native_bf16`).
+            unsafe {
+                // Low 16 results from the second operand (`a`), high 16 from the first.
+                let z = core::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(b, a));
+                // The words tested as integers, through `opaque`: otherwise LLVM reads
+                // `z & 0x7fff == 0` as a bf16 comparison with zero, which it has no
+                // instruction for, and splits it into 32 scalar ones.
+                if _mm512_testn_epi16_mask(opaque(z), _mm512_set1_epi16(0x7fff)) == 0
+                    || (_mm512_fpclass_ps_mask::<0x20>(a) | _mm512_fpclass_ps_mask::<0x20>(b)) == 0
+                {
+                    return z;
+                }
+            }
+        }
+        // A subnormal in either (or no native conversion): each vector on its own.
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(self.bf16_packed(a)),
+                self.bf16_packed(b),
+            )
+        }
+    }
+
     /// The bf16 bit pattern of each lane in the low 16 bits of a 32-bit lane, exactly
     /// `half::bf16::from_f32` (see `Avx2::bf16_hi`).
     #[inline(always)]
@@ -393,4 +444,18 @@ impl<const BF16: bool> Avx512<BF16> {
             _mm512_mask_blend_epi32(nan, rounded, quiet)
         }
     }
+}
+
+/// `v` unchanged, through an empty `asm!` block (no instruction): LLVM cannot see where the
+/// value came from, so it cannot rewrite the integer operations that follow into operations on
+/// that origin's type (see `Avx512::bf16_packed_joined`).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn opaque(mut v: __m512i) -> __m512i {
+    // SAFETY: the template is empty: no instruction runs, no memory or flag is touched, and
+    // the register holds `v` before and after.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags))
+    };
+    v
 }
