@@ -266,7 +266,8 @@ pub(crate) trait Simd: Copy {
     /// [`Simd::st2`] of two vectors stored together, `a` at `p` and `b` right after it: for
     /// bf16 on a tier with [`Simd::BF16_PAIR`], [`Simd::st_bf16_joined`]. (A method of its
     /// own, not a test of the two pointers in `st2`: with both paths in every kernel, LLVM
-    /// spilled the rotate_half loops' tables, `cargo bench --bench ratio`.)
+    /// kept the resident rotate_half loop rolled, its table reloaded from the stack; see
+    /// `benches/LOG.md`, 2026-12-03 night.)
     ///
     /// # Safety
     /// `p .. p + 2·LANES` is writable.
