@@ -15,6 +15,9 @@
 #     vector registers `vN.4s` for neon);
 #   * Rotate and Axpb<T> fuse (vfmadd* / fmla, fmls), and a Rotate reading f16 converts with
 #     vcvtph2ps / fcvtl, one writing f16 with vcvtps2ph / fcvtn (F16C / AVX-512F / ARMv8 NEON);
+#   * the kernels that round to bf16, and only they, are instantiated a second time in
+#     `run_bf16` (AVX-512 with AVX512-BF16, NEON with FEAT_BF16), whose RoPE converts with
+#     vcvtneps2bf16 (and vcvtne2ps2bf16 when interleaved) / bfcvtn;
 #   * no instantiation calls a posenc function or a closure: everything inlines into the
 #     entry function, where the tier's features are enabled.
 # v0 symbol mangling keeps the generic arguments in the names (stable rustc flag; binutils
@@ -71,7 +74,7 @@ disassemble() {
     /^[0-9a-f]+ <.*>:$/ {
       name = $0; sub(/^[0-9a-f]+ </, "", name); sub(/>:$/, "", name)
       if (arch == "x86_64") keep = (name ~ /^posenc::engine::x86_64::avx(2|512)::run(_bf16)?::<.*>$/)
-      else keep = (name ~ /^posenc::engine::aarch64::neon::run::<.*>$/ ||
+      else keep = (name ~ /^posenc::engine::aarch64::neon::run(_bf16)?::<.*>$/ ||
                    name ~ /^posenc::engine::ceiling::axpb_(f32|f16|bf16)$/)
       if (keep) { n++; file = dir "/fn." n; print n "\t" name >> (dir "/names") }
       next
@@ -156,7 +159,9 @@ check() {
           [[ ${BASH_REMATCH[1]} == *binary16::f16* ]] && need "$cvt_in" "f16 widening (vcvtph2ps / fcvtl)"
           [[ ${BASH_REMATCH[2]} == *binary16::f16* ]] && need "$cvt_out" "f16 narrowing (vcvtps2ph / fcvtn)"
         fi
-        if [[ $name == *::run_bf16::* ]]; then
+        if [[ $name == *::neon::run_bf16::* ]]; then
+          need "$(count "$n" $'\tbfcvtn2?\t')" "bfcvtn (FEAT_BF16 rounding)"
+        elif [[ $name == *::run_bf16::* ]]; then
           need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
           # Interleaved RoPE into bf16 converts two consecutive vectors with one instruction.
           if [[ $name =~ Rotate\<[^,]+,\ half::bfloat::bf16,\ true, ]]; then
@@ -195,19 +200,22 @@ check() {
         }
       done
     done
-    if [ $t = avx512 ]; then
-      # The kernels that round to bf16 have a second instantiation with AVX512-BF16 (and
-      # only they: `Kernel::ROUNDS_TO_BF16` keeps the others out of `run_bf16`).
+    if [ $t = avx512 ] || [ $t = neon ]; then
+      # The kernels that round to bf16 have a second instantiation with AVX512-BF16 / FEAT_BF16
+      # (and only they: `Kernel::ROUNDS_TO_BF16` keeps the others out of `run_bf16`). NEON's
+      # memory ceiling may be merged into its caller (see above), so it is not required there.
       for k in "engine::rope::Rotate<half::bfloat::bf16, half::bfloat::bf16, false, true, true>" \
+        "engine::rope::Rotate<half::bfloat::bf16, half::bfloat::bf16, true, true, true>" \
         "engine::rope::Rotate<f32, half::bfloat::bf16, false, true, true>" \
         "sinusoidal::kernel::Sinusoids<half::bfloat::bf16>" "engine::ceiling::Axpb<half::bfloat::bf16>"; do
-        want="posenc::engine::x86_64::avx512::run_bf16::<posenc::$k>"
+        [ $t = neon ] && [[ $k == engine::ceiling::* ]] && continue
+        want="posenc::engine::$arch::$t::run_bf16::<posenc::$k>"
         grep -qF $'\t'"$want" "$work/names" || {
           echo "check-asm: FAIL $want not found" >&2
           fails=1
         }
       done
-      if grep -E $'\t''posenc::engine::x86_64::avx512::run_bf16::' "$work/names" | grep -v 'half::bfloat::bf16' >&2; then
+      if grep -E $'\t'"posenc::engine::$arch::$t::run_bf16::" "$work/names" | grep -v 'half::bfloat::bf16' >&2; then
         echo "check-asm: FAIL kernels that never round to bf16 instantiated in run_bf16 (above)" >&2
         fails=1
       fi

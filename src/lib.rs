@@ -52,6 +52,7 @@
 //! |---|---|---|
 //! | `Avx512` | x86-64 with AVX-512F, AVX2, FMA, F16C | at run time (std) or `-C target-feature` (no_std) |
 //! | `Avx2` | x86-64 with AVX2, FMA, F16C (Haswell, Zen and later) | at run time (std) or `-C target-feature` |
+//! | `Neon` | aarch64 with Advanced SIMD; bf16 rounded by `bfcvtn` where the CPU has FEAT_BF16 | at run time (std) or the target's features (no_std) |
 //! | `Portable` | every target: SSE2 on x86-64, NEON on aarch64, simd128 on wasm32, scalar lanes elsewhere (`wide`) | fallback |
 //! | `Scalar` | everywhere | only on request: the reference the others are tested against |
 //!

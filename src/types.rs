@@ -92,7 +92,8 @@ pub enum Backend {
     /// x86-64 AVX-512F (+ FMA, F16C), selected at run time; same numerics as `Avx2`.
     Avx512,
     /// aarch64 Advanced SIMD (NEON), with whole-vector f16 (`fcvtl`/`fcvtn`) and bf16
-    /// conversions; same numerics as `Avx2` (fused rotations, bitwise cos/sin).
+    /// conversions (`bfcvtn` where the CPU has FEAT_BF16, `half`'s bits either way); same
+    /// numerics as `Avx2` (fused rotations, bitwise cos/sin).
     Neon,
 }
 

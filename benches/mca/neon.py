@@ -5,7 +5,8 @@ Static analysis, a guide and never a measurement. Reads the aarch64 build of `ex
 (`.ci/check-asm.sh` makes it), takes the in-place rotate_half whole-vector kernel
 (`Rotate<T, T, false, true, true>`) of each dtype from
 
-  * the NEON tier: `posenc::engine::aarch64::neon::run::<Rotate<..>>`;
+  * the NEON tier: `posenc::engine::aarch64::neon::run::<Rotate<..>>`, and for bf16 also
+    `neon::run_bf16::<Rotate<..>>` (tier `neon-bf16`: CPUs with FEAT_BF16 round with `bfcvtn`);
   * the portable tier: `posenc::engine::dispatch::dispatch::<Rotate<..>>`, which holds the
     scalar and portable tiers inlined (the scalar tier's loops have no `.4s` vector operand);
 
@@ -80,8 +81,9 @@ def stored_bytes(body):
 
 def mca(body, cpu):
     text = "\n".join(f"{op} {args}" for _, op, args in body if not is_branch(op) and op != "bl")
+    # Every model here has FEAT_BF16; spelled out so that `bfcvtn` parses whatever the model.
     r = subprocess.run(
-        ["llvm-mca-19", "-mtriple=aarch64", f"-mcpu={cpu}", "-iterations=200", "-"],
+        ["llvm-mca-19", "-mtriple=aarch64", f"-mcpu={cpu}", "-mattr=+bf16", "-iterations=200", "-"],
         input=text + "\n", capture_output=True, text=True, check=True,
     ).stdout
     return int(re.search(r"Total Cycles:\s+(\d+)", r).group(1)) / 200, text
@@ -103,12 +105,16 @@ def main():
         k = kernel.format(t=t)
         names[(short, "neon")] = f"posenc::engine::aarch64::neon::run::<{k}>"
         names[(short, "portable")] = f"posenc::engine::dispatch::dispatch::<{k}>"
+        if short == "bf16":
+            names[(short, "neon-bf16")] = f"posenc::engine::aarch64::neon::run_bf16::<{k}>"
     fns = functions(asm, set(names.values()))
     print("| dtype | tier | elements / iteration | calls removed | " + " | ".join(f"{c} cycles / element" for c in CPUS) + " |")
     print("|---|---|---:|---:|" + "---:|" * len(CPUS))
     per = {}
     for short, _, size in DTYPES:
-        for tier in ("neon", "portable"):
+        for tier in ("neon", "neon-bf16", "portable"):
+            if (short, tier) not in names:
+                continue
             loops = [b for b in inner_loops(fns[names[(short, tier)]]) if any(".4s" in a for _, _, a in b)]
             body = max(loops, key=stored_bytes)
             elems = stored_bytes(body) // size
@@ -132,10 +138,12 @@ def main():
     print("| dtype | " + " | ".join(f"{c}: portable / neon" for c in CPUS) + " |")
     print("|---|" + "---:|" * len(CPUS))
     for short, _, _ in DTYPES:
-        if (short, "portable") not in per or (short, "neon") not in per:
-            continue
-        print(f"| {short} | " + " | ".join(
-            f"{p / n:.2f}" for p, n in zip(per[(short, 'portable')], per[(short, 'neon')])) + " |")
+        for tier in ("neon", "neon-bf16"):
+            if (short, "portable") not in per or (short, tier) not in per:
+                continue
+            label = short if tier == "neon" else f"{short} ({tier})"
+            print(f"| {label} | " + " | ".join(
+                f"{p / n:.2f}" for p, n in zip(per[(short, 'portable')], per[(short, tier)])) + " |")
 
 
 if __name__ == "__main__":

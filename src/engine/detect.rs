@@ -13,6 +13,7 @@ const AVX2: u8 = 1;
 const AVX512: u8 = 2;
 const AVX512_BF16: u8 = 4;
 const NEON: u8 = 8;
+const NEON_BF16: u8 = 16;
 const KNOWN: u8 = 0x80;
 
 /// Whether the CPU runs AVX2 + FMA + F16C (the `Avx2` tier).
@@ -39,6 +40,14 @@ pub(crate) fn avx512_bf16() -> bool {
 #[inline]
 pub(crate) fn neon() -> bool {
     features() & NEON != 0
+}
+
+/// Whether the `Neon` tier may also use FEAT_BF16's `bfcvtn` to round to bf16 (Armv8.6-A,
+/// optional from Armv8.2-A: Neoverse V1/V2/N2, Apple M2 and later).
+#[inline]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))] // read by the aarch64 tier only
+pub(crate) fn neon_bf16() -> bool {
+    features() & NEON_BF16 != 0
 }
 
 /// The usable tiers as a bit set, detected once and cached (a relaxed atomic: detection is
@@ -102,6 +111,13 @@ fn detect() -> u8 {
     #[cfg(all(target_arch = "aarch64", feature = "std", not(miri)))]
     if f & NEON == 0 && std::arch::is_aarch64_feature_detected!("neon") {
         f |= NEON;
+    }
+    if f & NEON != 0 && cfg!(all(target_arch = "aarch64", target_feature = "bf16")) {
+        f |= NEON_BF16;
+    }
+    #[cfg(all(target_arch = "aarch64", feature = "std", not(miri)))]
+    if f & NEON != 0 && std::arch::is_aarch64_feature_detected!("bf16") {
+        f |= NEON_BF16;
     }
     f
 }

@@ -49,7 +49,10 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
         Backend::Avx2 | Backend::Avx512 => k.run(Portable),
         #[cfg(all(target_arch = "aarch64", not(posenc_portable_only)))]
         Backend::Neon => match Neon::new() {
-            Some(t) => t.vectorize(k),
+            Some(t) => match t.native_bf16() {
+                Some(t) if K::ROUNDS_TO_BF16 => t.vectorize(k),
+                _ => t.vectorize(k),
+            },
             None => k.run(Portable),
         },
         #[cfg(any(not(target_arch = "aarch64"), posenc_portable_only))]

@@ -32,14 +32,15 @@
 //! `unsafe` in the crate lives here, for three reasons only:
 //! * **Tokens.** An x86 or aarch64 token (`Avx2`, `Avx512`, `Neon`) is made only by its `new()`, which checks
 //!   the CPU. Its methods call intrinsics inside `unsafe` blocks whose `SAFETY` comment is
-//!   that check; the one `#[target_feature]` entry function per tier is called only with a
-//!   token in hand.
+//!   that check; a tier's `#[target_feature]` entry functions (`run`, and `run_bf16` for
+//!   the AVX-512 and NEON tokens that also prove a native bf16 conversion) are called only
+//!   with a token in hand.
 //! * **Pointers.** Loads and stores through raw pointers (`Simd::ld`, `Simd::st`, …) are
 //!   `unsafe fn`s whose precondition is that the lanes are readable or writable. Their
 //!   callers either hold a slice of the right length (the safe `Simd::load`/`store`) or
 //!   have proven a whole window in bounds once (`rope.rs`'s `in_bounds`).
-//! * **Inline assembly** in one AVX2 store and NEON's f16 conversions, documented where it
-//!   stands.
+//! * **Inline assembly** in one AVX2 store, AVX-512's `opaque` and NEON's f16 and bf16
+//!   conversions, documented where it stands.
 
 #[cfg(target_arch = "aarch64")]
 #[cfg_attr(posenc_portable_only, allow(dead_code, unused_imports))]

@@ -57,7 +57,7 @@
 //!   (interleaved streaming): there a table load serves one head, and the table loaded as
 //!   halves cost what the split data accesses did.
 //! * A bf16 destination on a tier whose rounding tests each vector (AVX512-BF16 for
-//!   subnormals, NEON for NaNs: `Simd::BF16_PAIR`) is written two vectors at a time (a
+//!   subnormals, NEON without FEAT_BF16 for NaNs: `Simd::BF16_PAIR`) is written two vectors at a time (a
 //!   rotate_half pair, two interleaved vectors) through one `Simd::st2`, which makes that test
 //!   once for both (`cargo bench --bench ratio`, the bf16 rows; `benches/mca/neon.py`).
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw

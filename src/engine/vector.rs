@@ -384,9 +384,12 @@ pub(crate) trait Kernel {
     /// Whether the operation rounds to bf16, so that a tier with a native bf16 conversion
     /// runs it with that conversion (a separate instantiation only for such kernels).
     #[cfg_attr(
-        any(not(target_arch = "x86_64"), posenc_portable_only),
+        any(
+            not(any(target_arch = "x86_64", target_arch = "aarch64")),
+            posenc_portable_only
+        ),
         allow(dead_code)
-    )] // only x86-64 has such a tier
+    )] // only x86-64 and aarch64 have such tiers
     const ROUNDS_TO_BF16: bool = false;
     /// Runs the operation with the vectors of `s`.
     fn run<S: Simd>(self, s: S) -> Self::Output;

@@ -12,7 +12,10 @@
 //! overflow to infinity): `half`'s bits. They are written as inline assembly because their
 //! `core::arch` forms (`vcvt_f32_f16`, …) need the `float16x4_t` type, newer than this
 //! crate's minimum Rust. bf16 has no base instruction, so its rounding is integer arithmetic
-//! on the 16-bit halves ([`Neon::narrow_bf16`]).
+//! on the 16-bit halves ([`Neon::narrow_bf16`]); on CPUs with FEAT_BF16 (Neoverse V1/V2/N2,
+//! Apple M2 and later) the kernels that round to bf16 run in a second entry function
+//! (`run_bf16`, token `Neon<true>`) that rounds with `bfcvtn`/`bfcvtn2` ([`bfcvtn`]), the same
+//! bits in two instructions per 8 values.
 //!
 //! `mul_add` is `fmla`/`fmls` (one rounding), so rotations agree with the scalar tier within
 //! the documented bound, exactly like the x86 tiers; every other method is one IEEE operation
@@ -23,10 +26,11 @@ use crate::engine::vector::{Kernel, Simd};
 use core::arch::aarch64::*;
 use core::arch::asm;
 
-/// The NEON tier's token: proof that this CPU has Advanced SIMD. The private field keeps
-/// every constructor in this file, and [`Neon::new`] is the only one.
+/// The NEON tier's token: proof that this CPU has Advanced SIMD, and with `BF16`, FEAT_BF16
+/// too. The private field keeps every constructor in this file: [`Neon::new`], then
+/// [`Neon::native_bf16`].
 #[derive(Clone, Copy)]
-pub(crate) struct Neon(());
+pub(crate) struct Neon<const BF16: bool = false>(());
 
 impl Neon {
     /// The token, if this CPU (or the build's target features) has NEON.
@@ -35,11 +39,27 @@ impl Neon {
         detect::neon().then_some(Neon(()))
     }
 
+    /// The token that also rounds to bf16 with `bfcvtn`, if this CPU has FEAT_BF16.
+    #[inline]
+    pub(crate) fn native_bf16(self) -> Option<Neon<true>> {
+        detect::neon_bf16().then_some(Neon(()))
+    }
+
     /// Runs `k` with this tier's vectors, compiled with its features.
     #[inline(always)]
     pub(crate) fn vectorize<K: Kernel>(self, k: K) -> K::Output {
         // SAFETY: `run` needs NEON, which `self` proves (`Neon::new`).
         unsafe { run(self, k) }
+    }
+}
+
+impl Neon<true> {
+    /// Runs `k` with this tier's vectors and `bfcvtn`.
+    #[inline(always)]
+    pub(crate) fn vectorize<K: Kernel>(self, k: K) -> K::Output {
+        // SAFETY: `run_bf16` needs NEON and FEAT_BF16, which `self` proves
+        // (`Neon::native_bf16`).
+        unsafe { run_bf16(self, k) }
     }
 }
 
@@ -55,6 +75,14 @@ fn run<K: Kernel>(t: Neon, k: K) -> K::Output {
     k.run(t)
 }
 
+/// The entry point of the kernels that round to bf16 ([`Kernel::ROUNDS_TO_BF16`]), on CPUs
+/// with FEAT_BF16.
+#[inline(never)]
+#[target_feature(enable = "neon,bf16")]
+fn run_bf16<K: Kernel>(t: Neon<true>, k: K) -> K::Output {
+    k.run(t)
+}
+
 /// 8 f32 lanes: lanes 0..4 in the first register, 4..8 in the second.
 #[derive(Clone, Copy)]
 pub(crate) struct F32x8(float32x4_t, float32x4_t);
@@ -63,9 +91,10 @@ pub(crate) struct F32x8(float32x4_t, float32x4_t);
 #[derive(Clone, Copy)]
 pub(crate) struct F64x4(float64x2_t, float64x2_t);
 
-impl Simd for Neon {
+impl<const BF16: bool> Simd for Neon<BF16> {
     const LANES: usize = 8;
-    const BF16_PAIR: bool = true;
+    // The integer rounding tests two vectors for NaN at once; `bfcvtn` needs no test.
+    const BF16_PAIR: bool = !BF16;
     // Two of the 32 q registers per value.
     const REGISTERS: usize = 16;
     type F = F32x8;
@@ -228,6 +257,14 @@ impl Simd for Neon {
     }
     #[inline(always)]
     unsafe fn st_bf16_pair(self, a: F32x8, pa: *mut half::bf16, b: F32x8, pb: *mut half::bf16) {
+        if BF16 {
+            // SAFETY: the caller's precondition.
+            unsafe {
+                self.st_bf16(a, pa);
+                self.st_bf16(b, pb);
+            }
+            return;
+        }
         // One NaN test for 16 values: `fmax` and `fmaxv` return NaN when any lane is one. Only
         // then do the lanes need `narrow_bf16`'s quieting blend; otherwise the rounding alone
         // gives `half`'s bits. Fewer vector operations per value in the bound loop (llvm-mca
@@ -281,7 +318,7 @@ impl Simd for Neon {
     }
 }
 
-impl Neon {
+impl<const BF16: bool> Neon<BF16> {
     /// The low 32 bits of each f64 lane of `y`, in lane order (`k`'s low bits: see
     /// [`Simd::quadrant`]).
     #[inline(always)]
@@ -403,8 +440,14 @@ impl Neon {
     /// of `x + 0x7fff + lsb` out of the low half is the compare `lo + lsb > 0x8000`. This
     /// takes fewer vector operations than rounding each 32-bit lane and gathering the high
     /// halves afterwards (llvm-mca on the bf16 Rotate loop, `benches/LOG.md`).
+    ///
+    /// With FEAT_BF16 (`Neon<true>`), `bfcvtn`/`bfcvtn2` instead: see [`bfcvtn`].
     #[inline(always)]
     fn narrow_bf16(self, v: F32x8) -> uint16x8_t {
+        if BF16 {
+            // SAFETY: `Neon<true>` exists only on a CPU with FEAT_BF16 (`Neon::native_bf16`).
+            return unsafe { bfcvtn(v) };
+        }
         let (hi, rounded) = self.round_bf16_halves(v);
         // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
         unsafe {
@@ -436,6 +479,34 @@ impl Neon {
             (hi, vsubq_u16(hi, up))
         }
     }
+}
+
+/// The 8 lanes rounded to bf16 bit patterns by FEAT_BF16's `bfcvtn`/`bfcvtn2`: round to
+/// nearest even by the FPCR's default mode, subnormals kept (FPCR.FZ clear, as for `fcvtn`),
+/// overflow to infinity, NaN quieted keeping the payload's top bits: exactly
+/// `half::bf16::from_f32` (the tests below compare every case). Two instructions for the
+/// integer sequence's nine per 8 values and its NaN test (`python3 benches/mca/neon.py`, the
+/// bf16 rows). A function of its own so that the instructions are assembled with the
+/// feature; it inlines into `run_bf16`, which has it.
+#[target_feature(enable = "neon,bf16")]
+#[inline]
+fn bfcvtn(v: F32x8) -> uint16x8_t {
+    let h: uint16x8_t;
+    // SAFETY: `bfcvtn`/`bfcvtn2` are FEAT_BF16 Advanced SIMD instructions, which this
+    // function's target features (checked by every caller) provide; they read and write the
+    // named vector registers only: no memory, no stack, no flags.
+    unsafe {
+        asm!(
+            "bfcvtn {h:v}.4h, {lo:v}.4s",
+            "bfcvtn2 {h:v}.8h, {hi:v}.4s",
+            lo = in(vreg) v.0,
+            hi = in(vreg) v.1,
+            // `out`, not `lateout`: `h` is written before `hi` is read.
+            h = out(vreg) h,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    h
 }
 
 #[cfg(test)]
@@ -518,31 +589,51 @@ mod tests {
         });
     }
 
+    /// The two bf16 roundings: the integer sequence, and `bfcvtn` where the CPU has it.
+    fn bf16_tokens(check: impl Fn(&dyn Fn(&[f32; 8], &mut [half::bf16; 8], &mut [f32; 8]))) {
+        let t = Neon::new().expect("NEON is available on every aarch64 target this runs on");
+        check(&|x, out, rt| bf16_store_and_round_trip(t, x, out, rt));
+        if let Some(t) = t.native_bf16() {
+            check(&|x, out, rt| bf16_store_and_round_trip(t, x, out, rt));
+        }
+    }
+
+    /// `st_bf16` of `x` to `out`, and `round_bf16` of `x` to `rt`.
+    fn bf16_store_and_round_trip<const B: bool>(
+        t: Neon<B>,
+        x: &[f32; 8],
+        out: &mut [half::bf16; 8],
+        rt: &mut [f32; 8],
+    ) {
+        // SAFETY: `x` holds 8 readable values, `out` and `rt` 8 writable ones.
+        unsafe {
+            t.st_bf16(t.ld_f32(x.as_ptr()), out.as_mut_ptr());
+            t.st_f32(t.round_bf16(t.ld_f32(x.as_ptr())), rt.as_mut_ptr());
+        }
+    }
+
     #[test]
     fn bf16_store_and_round_trip_are_halfs_bits() {
-        let t = Neon::new().expect("NEON is available on every aarch64 target this runs on");
-        each_vector(|x| {
-            let mut out = [half::bf16::ZERO; 8];
-            // SAFETY: `x` holds 8 readable values and `out` 8 writable ones.
-            unsafe { t.st_bf16(t.ld_f32(x.as_ptr()), out.as_mut_ptr()) };
-            let mut rt = [0f32; 8];
-            // SAFETY: `x` holds 8 readable values and `rt` 8 writable ones.
-            unsafe { t.st_f32(t.round_bf16(t.ld_f32(x.as_ptr())), rt.as_mut_ptr()) };
-            for i in 0..8 {
-                let want = half::bf16::from_f32(x[i]);
-                assert_eq!(
-                    out[i].to_bits(),
-                    want.to_bits(),
-                    "st_bf16 of {:#010x}",
-                    x[i].to_bits()
-                );
-                assert_eq!(
-                    rt[i].to_bits(),
-                    (want.to_bits() as u32) << 16,
-                    "round_bf16 of {:#010x}",
-                    x[i].to_bits()
-                );
-            }
+        bf16_tokens(|store| {
+            each_vector(|x| {
+                let (mut out, mut rt) = ([half::bf16::ZERO; 8], [0f32; 8]);
+                store(x, &mut out, &mut rt);
+                for i in 0..8 {
+                    let want = half::bf16::from_f32(x[i]);
+                    assert_eq!(
+                        out[i].to_bits(),
+                        want.to_bits(),
+                        "st_bf16 of {:#010x}",
+                        x[i].to_bits()
+                    );
+                    assert_eq!(
+                        rt[i].to_bits(),
+                        (want.to_bits() as u32) << 16,
+                        "round_bf16 of {:#010x}",
+                        x[i].to_bits()
+                    );
+                }
+            })
         });
     }
 
@@ -551,8 +642,22 @@ mod tests {
     #[test]
     fn bf16_pair_store_is_halfs_bits() {
         let t = Neon::new().expect("NEON is available on every aarch64 target this runs on");
+        bf16_pair_store_matches_half(t);
+        if let Some(t) = t.native_bf16() {
+            bf16_pair_store_matches_half(t);
+        }
+    }
+
+    fn bf16_pair_store_matches_half<const B: bool>(t: Neon<B>) {
         let other = [
-            1.0f32, -2.5, 3.0e-3, 1.00390625, -7.5e-39, 65504.0, 0.1, -0.0,
+            1.0f32,
+            -2.5,
+            3.0e-3,
+            1.003_906_3,
+            -7.5e-39,
+            65504.0,
+            0.1,
+            -0.0,
         ];
         each_vector(|x| {
             for (a, b) in [(x, &other), (&other, x)] {
@@ -573,6 +678,24 @@ mod tests {
                 }
             }
         });
+    }
+
+    /// Whether bf16 rounds with `bfcvtn` follows the CPU (std's detection, independent of
+    /// posenc's cache) and, with `POSENC_EXPECT_NEON_BF16` set (CI: `1` under qemu's default
+    /// CPU, `0` as a Cortex-A72), is that: a `run_bf16` that is silently not selected, or
+    /// selected where the instruction is missing, fails here.
+    #[test]
+    #[cfg(feature = "std")]
+    fn native_bf16_is_the_expected_one() {
+        let native = Neon::new().unwrap().native_bf16().is_some();
+        assert_eq!(native, std::arch::is_aarch64_feature_detected!("bf16"));
+        if let Ok(want) = std::env::var("POSENC_EXPECT_NEON_BF16") {
+            assert_eq!(
+                native,
+                want == "1",
+                "POSENC_EXPECT_NEON_BF16={want:?}: native bf16 rounding is {native}"
+            );
+        }
     }
 
     #[test]
