@@ -485,7 +485,7 @@ impl<const BF16: bool> Neon<BF16> {
 /// nearest even by the FPCR's default mode, subnormals kept (FPCR.FZ clear, as for `fcvtn`),
 /// overflow to infinity, NaN quieted keeping the payload's top bits: exactly
 /// `half::bf16::from_f32` (the tests below compare every case). Two instructions for the
-/// integer sequence's nine per 8 values and its NaN test (`python3 benches/mca/neon.py`, the
+/// integer sequence's six per 8 values and its NaN test (`python3 benches/mca/neon.py`, the
 /// bf16 rows). A function of its own so that the instructions are assembled with the
 /// feature; it inlines into `run_bf16`, which has it.
 #[target_feature(enable = "neon,bf16")]
