@@ -163,8 +163,11 @@ check() {
           need "$(count "$n" $'\tbfcvtn2?\t')" "bfcvtn (FEAT_BF16 rounding)"
         elif [[ $name == *::run_bf16::* ]]; then
           need "$(count "$n" vcvtneps2bf16)" "vcvtneps2bf16 (AVX512-BF16 rounding)"
-          # Interleaved RoPE into bf16 converts two consecutive vectors with one instruction.
-          if [[ $name =~ Rotate\<[^,]+,\ half::bfloat::bf16,\ true, ]]; then
+          # Interleaved RoPE into bf16 converts two consecutive vectors with one instruction,
+          # and so do whole bf16 heads held against a table in registers (their even and odd
+          # values, `Run::resident_split`).
+          if [[ $name =~ Rotate\<[^,]+,\ half::bfloat::bf16,\ true, ]] ||
+            [[ $name == *"Rotate<half::bfloat::bf16, half::bfloat::bf16, false, true, true>"* ]]; then
             need "$(count "$n" vcvtne2ps2bf16)" "vcvtne2ps2bf16 (two vectors per AVX512-BF16 rounding)"
           fi
         fi

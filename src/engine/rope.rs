@@ -60,6 +60,12 @@
 //!   subnormals, NEON without FEAT_BF16 for NaNs: `Simd::BF16_PAIR`) is written two vectors at a time (a
 //!   rotate_half pair, two interleaved vectors) through one `Simd::st2`, which makes that test
 //!   once for both (`cargo bench --bench ratio`, the bf16 rows; `benches/mca/neon.py`).
+//! * bf16 heads held against a table in registers, on a tier with `Simd::SPLIT_BF16`
+//!   (AVX512-BF16), load `2·LANES` values at a time and widen them as their even- and
+//!   odd-offset values where they lie (a shift and a mask, no shuffle), rotate those against
+//!   the table unzipped once per token, and round two vectors back with one conversion and
+//!   one word permute (`Run::resident_split`). Faster than a widening shuffle per vector in
+//!   both layouts, in cache and at decode (`cargo bench --bench ratio`, the bf16 rows).
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
 //!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!
@@ -308,6 +314,26 @@ fn weight_fits(n: &Norm<'_>, n_heads: usize, head_dim: usize) -> bool {
 /// vector at a time.
 const fn paired<S: Simd, O: Element>() -> bool {
     S::BF16_PAIR && matches!(O::DTYPE, Dtype::Bf16)
+}
+
+/// Whether [`Run::resident`] of `NV` table vectors from `I` to `O` takes
+/// [`Run::resident_split`]: bf16 heads to bf16 under posenc's rounding (the HF modes round
+/// between operations in the vectors' order), on a tier with [`Simd::SPLIT_BF16`], with an
+/// even number of table vectors and no skewed end pieces (those are f32's).
+const fn split<
+    S: Simd,
+    I: Element,
+    O: Element,
+    const ONCE: bool,
+    const NV: usize,
+    const SKEW: bool,
+>() -> bool {
+    S::SPLIT_BF16
+        && ONCE
+        && !SKEW
+        && NV.is_multiple_of(2)
+        && matches!(I::DTYPE, Dtype::Bf16)
+        && matches!(O::DTYPE, Dtype::Bf16)
 }
 
 /// Up to this many bytes per call, a call counts as in cache: the table stays in registers
@@ -1067,6 +1093,14 @@ impl<S: Simd> Run<'_, S> {
         nh: usize,
         tab: &Tab,
     ) {
+        if const { split::<S, I, O, ONCE, NV, SKEW>() } {
+            // SAFETY: the caller's precondition; `I` and `O` are bf16 (`split`), so the
+            // windows hold bf16 values.
+            unsafe {
+                self.resident_split::<IL, NV>(p0.cast(), q0.cast(), ps, qs, nh, tab);
+            }
+            return;
+        }
         let (s, l, half) = (self.s, S::LANES, self.half);
         let m = if IL { 2 * half } else { half };
         debug_assert!(NV * l == m);
@@ -1115,6 +1149,87 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
                 // partner `half` further), inside the window (the caller's precondition).
                 unsafe { self.vector::<I, O, IL, ONCE>(p, q, k, c, sn) };
+            }
+        }
+    }
+
+    /// [`Run::resident`] of bf16 heads on a tier with [`Simd::SPLIT_BF16`]: each load takes
+    /// `2·LANES` values and widens them as its even- and odd-offset values, and each store
+    /// rounds two vectors and interleaves them back ([`Simd::ld_bf16_split`],
+    /// [`Simd::st_bf16_merge`]), so no value is moved between lanes on the way in. The table
+    /// is unzipped to match, once per token:
+    ///
+    /// ```text
+    /// rotate_half: block b = values 2bL .. 2bL + 2L of each half (pairs (j, j + half))
+    ///     (ce, co), (se, so) = unzip(c[2b], c[2b+1]), unzip(s[2b], s[2b+1])
+    ///     (xe, xo), (ye, yo) = split(x[block]), split(x[half + block])
+    ///     x[block]        = merge(xe·ce − ye·se, xo·co − yo·so)
+    ///     x[half + block] = merge(ye·ce + xe·se, yo·co + xo·so)
+    /// interleaved: block b = values 2bL .. 2bL + 2L (pairs (2j, 2j + 1))
+    ///     c = even lanes of (c[2b], c[2b+1]) (the expanded cos, once per pair)
+    ///     s = odd lanes of (s[2b], s[2b+1])  (the expanded sin's +sin entries)
+    ///     (xe, xo) = split(x[block]);  x[block] = merge(xe·c − xo·s, xo·c + xe·s)
+    /// ```
+    ///
+    /// Each value gets the operations [`Run::rot`] gives it on the other paths (interleaved:
+    /// `fma(x1, −s, x0·c)` there is `fnmadd(x1, s, x0·c)` here, one rounding of the same
+    /// exact value), so the results are bitwise those of [`Run::resident`]'s vectors. The
+    /// interleaved table also shrinks from `2·NV` registers to `NV`.
+    ///
+    /// # Safety
+    /// As [`Run::resident`] with `SKEW` false, the windows of bf16.
+    #[inline(always)]
+    unsafe fn resident_split<const IL: bool, const NV: usize>(
+        &self,
+        p0: *const half::bf16,
+        q0: *mut half::bf16,
+        ps: usize,
+        qs: usize,
+        nh: usize,
+        tab: &Tab,
+    ) {
+        let (s, l, half) = (self.s, S::LANES, self.half);
+        debug_assert!(NV * l == if IL { 2 * half } else { half } && NV.is_multiple_of(2));
+        let zero = s.splat(0.0);
+        // Block `b < NV / 2`: rotate_half `[ce, co, se, so]`, interleaved `[c, s, −, −]`.
+        let mut t = [[zero; 4]; NV];
+        for (b, t) in t.iter_mut().take(NV / 2).enumerate() {
+            // SAFETY: entries `2b·LANES .. (2b + 2)·LANES ≤ NV·LANES` were written for this
+            // chunk.
+            let ((c0, s0), (c1, s1)) =
+                unsafe { (tab.get(s, 2 * b * l), tab.get(s, (2 * b + 1) * l)) };
+            let (ce, co) = s.unzip(c0, c1);
+            let (se, so) = s.unzip(s0, s1);
+            *t = if IL {
+                [ce, so, zero, zero]
+            } else {
+                [ce, co, se, so]
+            };
+        }
+        for h in 0..nh {
+            let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
+            for (b, t) in t.iter().take(NV / 2).enumerate() {
+                let k = 2 * b * l;
+                // SAFETY: values `k .. k + 2·LANES` of the window of head `h < nh`
+                // (rotate_half: and `half` further) lie inside it (the caller's precondition:
+                // `2·LANES·NV/2` is the window, or its first half).
+                unsafe {
+                    if IL {
+                        let (xe, xo) = s.ld_bf16_split(p.add(k));
+                        let a = self.rot::<half::bf16, true>(xe, t[0], xo, t[1], true);
+                        let b = self.rot::<half::bf16, true>(xo, t[0], xe, t[1], false);
+                        s.st_bf16_merge(a, b, q.add(k));
+                    } else {
+                        let (xe, xo) = s.ld_bf16_split(p.add(k));
+                        let (ye, yo) = s.ld_bf16_split(p.add(half + k));
+                        let ae = self.rot::<half::bf16, true>(xe, t[0], ye, t[2], true);
+                        let ao = self.rot::<half::bf16, true>(xo, t[1], yo, t[3], true);
+                        let be = self.rot::<half::bf16, true>(ye, t[0], xe, t[2], false);
+                        let bo = self.rot::<half::bf16, true>(yo, t[1], xo, t[3], false);
+                        s.st_bf16_merge(ae, ao, q.add(k));
+                        s.st_bf16_merge(be, bo, q.add(half + k));
+                    }
+                }
             }
         }
     }

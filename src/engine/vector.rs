@@ -48,6 +48,11 @@ pub(crate) trait Simd: Copy {
     /// time for it: elsewhere the pairing gains nothing and changed the portable tier's code
     /// for the worse (LLVM stopped vectorizing its bf16 stores; `benches/mca/neon.py`).
     const BF16_PAIR: bool = false;
+    /// Whether [`Simd::ld_bf16_split`] and [`Simd::st_bf16_merge`] are cheaper than loading and
+    /// storing bf16 vectors one at a time: a shift and a mask to widen `2·LANES` values, against
+    /// a shuffle per vector. Only then does the RoPE driver rotate bf16 heads held against a
+    /// table in registers as their even and odd values (`Run::resident_split`).
+    const SPLIT_BF16: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.
@@ -182,6 +187,46 @@ pub(crate) trait Simd: Copy {
     unsafe fn st_bf16_joined(self, a: Self::F, b: Self::F, p: *mut half::bf16) {
         // SAFETY: the caller's precondition.
         unsafe { self.st_bf16_pair(a, p, b, p.add(Self::LANES)) }
+    }
+    /// `2·LANES` bf16 from `p`, widened as [`Simd::ld_bf16`]: the values at even offsets
+    /// (`p[0], p[2], …`) in the first vector, those at odd offsets in the second. Here through
+    /// a copy; a tier with [`Simd::SPLIT_BF16`] widens each 32-bit word's two halves in place.
+    ///
+    /// # Safety
+    /// `p .. p + 2·LANES` is readable.
+    #[inline(always)]
+    unsafe fn ld_bf16_split(self, p: *const half::bf16) -> (Self::F, Self::F) {
+        let l = Self::LANES;
+        let (mut e, mut o) = ([half::bf16::ZERO; MAX_LANES], [half::bf16::ZERO; MAX_LANES]);
+        for i in 0..l {
+            // SAFETY: `2i + 1 < 2·LANES`, readable (the caller's precondition).
+            unsafe { (e[i], o[i]) = (*p.add(2 * i), *p.add(2 * i + 1)) };
+        }
+        (self.load(&e), self.load(&o))
+    }
+    /// `e` and `o` rounded to bf16 as [`Simd::st_bf16`] and stored interleaved from `p`: `e`'s
+    /// lanes at even offsets, `o`'s at odd ones (the inverse of [`Simd::ld_bf16_split`]).
+    ///
+    /// # Safety
+    /// `p .. p + 2·LANES` is writable.
+    #[inline(always)]
+    unsafe fn st_bf16_merge(self, e: Self::F, o: Self::F, p: *mut half::bf16) {
+        let (lo, hi) = self.zip(e, o);
+        // SAFETY: the caller's precondition.
+        unsafe { self.st_bf16_joined(lo, hi, p) }
+    }
+    /// The even lanes of `a` then of `b` in the first vector, their odd lanes in the second:
+    /// `([a0, a2, …, b0, b2, …], [a1, a3, …, b1, b3, …])`, the inverse of [`Simd::zip`].
+    #[inline(always)]
+    fn unzip(self, a: Self::F, b: Self::F) -> (Self::F, Self::F) {
+        let l = Self::LANES;
+        let (mut ab, mut e, mut o) = ([0f32; 2 * MAX_LANES], [0f32; MAX_LANES], [0f32; MAX_LANES]);
+        self.store(a, &mut ab[..l]);
+        self.store(b, &mut ab[l..]);
+        for i in 0..l {
+            (e[i], o[i]) = (ab[2 * i], ab[2 * i + 1]);
+        }
+        (self.load(&e), self.load(&o))
     }
     /// `LANES / 2` f64 from `p`.
     ///
@@ -393,4 +438,142 @@ pub(crate) trait Kernel {
     const ROUNDS_TO_BF16: bool = false;
     /// Runs the operation with the vectors of `s`.
     fn run<S: Simd>(self, s: S) -> Self::Output;
+}
+
+#[cfg(test)]
+mod tests {
+    //! [`Simd::ld_bf16_split`], [`Simd::st_bf16_merge`] and [`Simd::unzip`] on every backend
+    //! this CPU runs, inside each tier's entry function (a kernel that rounds to bf16, so the
+    //! AVX512-BF16 / FEAT_BF16 entries run it where the CPU has them), against plain loops and
+    //! `half`.
+
+    use super::*;
+    use crate::engine::dispatch::dispatch;
+    use crate::types::Backend;
+
+    const N: usize = 2 * MAX_LANES;
+
+    /// One vector's worth of each method: `split` of `src`, `merge` of `e`, `o`, `unzip` of
+    /// `a`, `b` (the first `2·LANES` values of each are used).
+    struct Split<'a> {
+        src: &'a [half::bf16; N],
+        f: &'a [f32; N],
+    }
+
+    struct Out {
+        lanes: usize,
+        split: [f32; N],
+        merge: [half::bf16; N],
+        unzip: [f32; N],
+    }
+
+    impl Kernel for Split<'_> {
+        type Output = Out;
+        const ROUNDS_TO_BF16: bool = true;
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) -> Out {
+            let l = S::LANES;
+            let mut out = Out {
+                lanes: l,
+                split: [0.0; N],
+                merge: [half::bf16::ZERO; N],
+                unzip: [0.0; N],
+            };
+            // SAFETY: every pointer addresses `2·LANES ≤ N` values of its array.
+            let (e, o) = unsafe { s.ld_bf16_split(self.src.as_ptr()) };
+            s.store(e, &mut out.split[..l]);
+            s.store(o, &mut out.split[l..]);
+            let (a, b) = (s.load(&self.f[..l]), s.load(&self.f[l..]));
+            // SAFETY: as above.
+            unsafe { s.st_bf16_merge(a, b, out.merge.as_mut_ptr()) };
+            let (ue, uo) = s.unzip(a, b);
+            s.store(ue, &mut out.unzip[..l]);
+            s.store(uo, &mut out.unzip[l..]);
+            out
+        }
+    }
+
+    /// f32 patterns for the rounding: ties and their neighbours, subnormals (flushed by the
+    /// native conversions), ±0, ±inf, NaNs with payloads, the overflow threshold, ordinary
+    /// values; `(patterns, count)`.
+    fn patterns() -> ([u32; 8192], usize) {
+        let (mut v, mut n) = ([0u32; 8192], 0);
+        let mut push = |u: u32| {
+            v[n] = u;
+            n += 1;
+        };
+        for base in [
+            0u32,
+            0x0000_8000,
+            0x007f_ffff,
+            0x0080_0000,
+            0x3f80_8000,
+            0x7f7f_ffff,
+            0x7f80_0000,
+            0x7fc0_0001,
+            0x7f80_0001,
+        ] {
+            for d in 0..64u32 {
+                for sign in [0, 0x8000_0000] {
+                    push(base.wrapping_add(d) | sign);
+                    push(base.wrapping_sub(d) | sign);
+                    push(base.wrapping_add(d << 10) | sign);
+                }
+            }
+        }
+        for u in (0..(1u64 << 32)).step_by(1_000_003) {
+            push(u as u32);
+        }
+        (v, n)
+    }
+
+    #[test]
+    fn split_merge_and_unzip_on_every_backend() {
+        let (pats, n) = patterns();
+        let pats = &pats[..n];
+        let mut seen = 0;
+        for backend in Backend::available() {
+            for chunk in pats.chunks(N) {
+                let mut f = [0f32; N];
+                for (f, &u) in f.iter_mut().zip(chunk) {
+                    *f = f32::from_bits(u);
+                }
+                let src: [half::bf16; N] = core::array::from_fn(|i| {
+                    half::bf16::from_bits((chunk[i % chunk.len()] >> 7) as u16)
+                });
+                let out = dispatch(backend, Split { src: &src, f: &f });
+                let l = out.lanes;
+                for i in 0..l {
+                    for (j, got) in [(2 * i, out.split[i]), (2 * i + 1, out.split[l + i])] {
+                        assert_eq!(
+                            got.to_bits(),
+                            (src[j].to_bits() as u32) << 16,
+                            "{backend:?} split {j}"
+                        );
+                    }
+                    assert_eq!(
+                        out.unzip[i].to_bits(),
+                        f[2 * i].to_bits(),
+                        "{backend:?} unzip even {i}"
+                    );
+                    assert_eq!(
+                        out.unzip[l + i].to_bits(),
+                        f[2 * i + 1].to_bits(),
+                        "{backend:?} unzip odd {i}"
+                    );
+                    for (j, v) in [(2 * i, f[i]), (2 * i + 1, f[l + i])] {
+                        let want = half::bf16::from_f32(v).to_bits();
+                        assert_eq!(
+                            out.merge[j].to_bits(),
+                            want,
+                            "{backend:?} merge of {:#010x}",
+                            v.to_bits()
+                        );
+                    }
+                }
+            }
+            seen += 1;
+        }
+        assert!(seen >= 2, "at least Scalar and Portable");
+    }
 }

@@ -78,6 +78,7 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     const REGISTERS: usize = 32;
     const HALVES: bool = true;
     const BF16_PAIR: bool = BF16;
+    const SPLIT_BF16: bool = BF16;
     type F = __m512;
     type D = __m512d;
 
@@ -325,6 +326,39 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         unsafe { _mm512_storeu_si512(p.cast(), self.bf16_packed_joined(a, b)) }
     }
     #[inline(always)]
+    unsafe fn ld_bf16_split(self, p: *const half::bf16) -> (__m512, __m512) {
+        // SAFETY: the token proves AVX-512F; the pointer addresses the 32 values (the
+        // caller's precondition).
+        unsafe {
+            // Each 32-bit word holds an even value in its low half and the next one in its
+            // high half: a shift and a mask widen both where they lie.
+            let z = _mm512_loadu_si512(p.cast());
+            (
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(z)),
+                _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(-0x1_0000))),
+            )
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_bf16_merge(self, e: __m512, o: __m512, p: *mut half::bf16) {
+        // SAFETY: the token proves AVX-512F; the pointer addresses the 32 values (the
+        // caller's precondition).
+        unsafe { _mm512_storeu_si512(p.cast(), self.bf16_merged(e, o)) }
+    }
+    #[inline(always)]
+    fn unzip(self, a: __m512, b: __m512) -> (__m512, __m512) {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            // Indices 0..15 pick from `a`, 16..31 from `b`.
+            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+            (
+                _mm512_permutex2var_ps(a, even, b),
+                _mm512_permutex2var_ps(a, odd, b),
+            )
+        }
+    }
+    #[inline(always)]
     unsafe fn ld_i32_widen(self, p: *const i32) -> __m512d {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointer addresses the lanes (the caller's precondition).
         unsafe { _mm512_cvtepi32_pd(_mm256_loadu_si256(p.cast())) }
@@ -424,6 +458,42 @@ impl<const BF16: bool> Avx512<BF16> {
             _mm512_inserti64x4::<1>(
                 _mm512_castsi256_si512(self.bf16_packed(a)),
                 self.bf16_packed(b),
+            )
+        }
+    }
+
+    /// `e` and `o` rounded to bf16 as [`Avx512::bf16_packed`] and interleaved, `e`'s lanes in
+    /// the even words: [`Simd::st_bf16_merge`]'s 32 values. With AVX512-BF16, one
+    /// `vcvtne2ps2bf16` and one word permute, under [`Avx512::bf16_packed_joined`]'s test for
+    /// a flushed subnormal; otherwise (and for a vector with a subnormal lane) the integer
+    /// sequence, whose patterns already lie in the low halves of the 32-bit lanes, so that a
+    /// shift and an or interleave them.
+    #[inline(always)]
+    fn bf16_merged(self, e: __m512, o: __m512) -> __m512i {
+        if BF16 {
+            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16, AVX512-DQ and
+            // AVX512-BW (`Avx512::native_bf16`).
+            unsafe {
+                // Low 16 results from the second operand (`e`), high 16 from the first.
+                let z = core::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(o, e));
+                // Through `opaque`, as in `bf16_packed_joined`.
+                if _mm512_testn_epi16_mask(opaque(z), _mm512_set1_epi16(0x7fff)) == 0
+                    || (_mm512_fpclass_ps_mask::<0x20>(e) | _mm512_fpclass_ps_mask::<0x20>(o)) == 0
+                {
+                    // Word `2i` from word `i` (`e`), word `2i + 1` from word `16 + i` (`o`).
+                    let idx = _mm512_set_epi16(
+                        31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                        21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0,
+                    );
+                    return _mm512_permutexvar_epi16(idx, z);
+                }
+            }
+        }
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            _mm512_or_si512(
+                self.bf16_bits(e),
+                _mm512_slli_epi32::<16>(self.bf16_bits(o)),
             )
         }
     }
