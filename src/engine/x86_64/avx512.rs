@@ -436,6 +436,25 @@ impl<const BF16: bool> Avx512<BF16> {
     /// (`cargo bench --bench fused -- into`, f32 into bf16 in cache).
     #[inline(always)]
     fn bf16_packed_joined(self, a: __m512, b: __m512) -> __m512i {
+        if let Some(z) = self.bf16_native2(a, b) {
+            return z;
+        }
+        // A subnormal in either (or no native conversion): each vector on its own.
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
+        unsafe {
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(self.bf16_packed(a)),
+                self.bf16_packed(b),
+            )
+        }
+    }
+
+    /// `a` (low 256 bits) and `b` (high) rounded to bf16 by one `vcvtne2ps2bf16`, when that
+    /// gives `half`'s bits: with AVX512-BF16, unless one of the 32 results is ±0 and an input
+    /// is subnormal (see [`Avx512::bf16_packed_joined`]). `None` sends the caller to the
+    /// integer sequence.
+    #[inline(always)]
+    fn bf16_native2(self, a: __m512, b: __m512) -> Option<__m512i> {
         if BF16 {
             // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16, AVX512-DQ and
             // AVX512-BW (`Avx512::native_bf16`).
@@ -448,18 +467,11 @@ impl<const BF16: bool> Avx512<BF16> {
                 if _mm512_testn_epi16_mask(opaque(z), _mm512_set1_epi16(0x7fff)) == 0
                     || (_mm512_fpclass_ps_mask::<0x20>(a) | _mm512_fpclass_ps_mask::<0x20>(b)) == 0
                 {
-                    return z;
+                    return Some(z);
                 }
             }
         }
-        // A subnormal in either (or no native conversion): each vector on its own.
-        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
-        unsafe {
-            _mm512_inserti64x4::<1>(
-                _mm512_castsi256_si512(self.bf16_packed(a)),
-                self.bf16_packed(b),
-            )
-        }
+        None
     }
 
     /// `e` and `o` rounded to bf16 as [`Avx512::bf16_packed`] and interleaved, `e`'s lanes in
@@ -470,23 +482,16 @@ impl<const BF16: bool> Avx512<BF16> {
     /// shift and an or interleave them.
     #[inline(always)]
     fn bf16_merged(self, e: __m512, o: __m512) -> __m512i {
-        if BF16 {
-            // SAFETY: `Avx512<true>` exists only on a CPU with AVX512-BF16, AVX512-DQ and
-            // AVX512-BW (`Avx512::native_bf16`).
+        if let Some(z) = self.bf16_native2(e, o) {
+            // SAFETY: `bf16_native2` returns a value only for `Avx512<true>`, which exists only
+            // on a CPU with AVX512-BW (`Avx512::native_bf16`).
             unsafe {
-                // Low 16 results from the second operand (`e`), high 16 from the first.
-                let z = core::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(o, e));
-                // Through `opaque`, as in `bf16_packed_joined`.
-                if _mm512_testn_epi16_mask(opaque(z), _mm512_set1_epi16(0x7fff)) == 0
-                    || (_mm512_fpclass_ps_mask::<0x20>(e) | _mm512_fpclass_ps_mask::<0x20>(o)) == 0
-                {
-                    // Word `2i` from word `i` (`e`), word `2i + 1` from word `16 + i` (`o`).
-                    let idx = _mm512_set_epi16(
-                        31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                        21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0,
-                    );
-                    return _mm512_permutexvar_epi16(idx, z);
-                }
+                // Word `2i` from word `i` (`e`), word `2i + 1` from word `16 + i` (`o`).
+                let idx = _mm512_set_epi16(
+                    31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                    5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0,
+                );
+                return _mm512_permutexvar_epi16(idx, z);
             }
         }
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F (`Avx512::new`).
@@ -518,7 +523,7 @@ impl<const BF16: bool> Avx512<BF16> {
 
 /// `v` unchanged, through an empty `asm!` block (no instruction): LLVM cannot see where the
 /// value came from, so it cannot rewrite the integer operations that follow into operations on
-/// that origin's type (see `Avx512::bf16_packed_joined`).
+/// that origin's type (see `Avx512::bf16_native2`).
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn opaque(mut v: __m512i) -> __m512i {
