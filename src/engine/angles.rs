@@ -33,7 +33,10 @@ const TAB: usize = 2 * (CHUNK + MAX_LANES);
 /// One chunk of one token's cos/sin laid out for the layout, shared by every head: rotate_half
 /// keeps `c[k] = cos_k`, `s[k] = sin_k`; interleaved expands to `c = [c0, c0, c1, c1, …]`,
 /// `s = [−s0, s0, −s1, s1, …]` so a vector of a head is `x·c + swap_pairs(x)·s`, i.e.
-/// `(a·c − b·s, b·c + a·s)` bit for bit.
+/// `(a·c − b·s, b·c + a·s)` bit for bit. (A pair-interleaved `[c0, s0, …]` duplicated per
+/// vector with `movsldup`/`movshdup` and one `fmaddsub` ran no faster in `cargo bench --bench
+/// bare`, and rounds `b·s` where this rounds `a·c`, so it would break the bitwise agreement
+/// with the scalar reference and with rotate_half.)
 ///
 /// Left uninitialised: only entries below `n` (rotate_half) or `2·n` (interleaved) rounded up
 /// to whole vectors are read, and [`Source::block`] writes all of them before a chunk's

@@ -1,0 +1,342 @@
+//! Bare loops: posenc's angles-once path against the same rotations written as plain
+//! AVX-512 loops, side by side in one process, in cache.
+//!
+//! `cargo bench -p posenc-benches --bench bare [-- TOKENS]` (64 by default; x86-64 with
+//! AVX-512F, else it says so and exits). Tokens × 32 heads × 128 f32 in place, a table per
+//! token, 31 alternating rounds, medians in ns per token-head; ratio = bytes-ceiling time /
+//! time, as in `--bench ratio`. It answers two questions:
+//!
+//! - **Interleaved: an expanded table or a pair-interleaved one?** `il_expanded` holds
+//!   `[c0, c0, c1, c1, …]` and `[−s0, s0, −s1, s1, …]` (posenc's layout: a swap, a multiply
+//!   and an FMA per vector); `il_moveldup` holds `[c0, s0, c1, s1, …]`, half the bytes, and
+//!   duplicates them in the loop (`vmovsldup`, `vmovshdup`, then `vfmaddsub`: two more
+//!   shuffles per vector, and it rounds the sine product instead of the cosine one, so it is
+//!   not bitwise posenc's rotation nor its rotate_half). `il_expanded_reg` expands the compact
+//!   table once per token instead.
+//! - **What posenc's driver costs over its inner loop.** `rh_bare` is posenc's rotate_half
+//!   loop with the table loaded straight into registers; `rh_staged` stages each token's table
+//!   through a stack buffer as posenc's driver does; `posenc_rh` / `posenc_il` are
+//!   `Rope::apply` from a `Rope::table`. The `h8` rows put the same bytes in 8 heads per token
+//!   instead of 32, so a cost paid per token weighs four times as much there.
+
+#[cfg(target_arch = "x86_64")]
+mod bare {
+    use core::arch::x86_64::*;
+    use posenc::{Layout, Rope, RopeConfig};
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    const D: usize = 128;
+    const HALF: usize = D / 2;
+
+    /// A token's heads, rotate_half, from the table in registers.
+    #[target_feature(enable = "avx512f,fma")]
+    #[inline]
+    fn rh_heads(tok: &mut [f32], c: &[__m512; 4], s: &[__m512; 4]) {
+        for head in tok.chunks_exact_mut(D) {
+            let p = head.as_mut_ptr();
+            for v in 0..4 {
+                // SAFETY: 16 values at offsets ≤ 112 of a 128-value head.
+                unsafe {
+                    let a = _mm512_loadu_ps(p.add(16 * v));
+                    let b = _mm512_loadu_ps(p.add(HALF + 16 * v));
+                    let lo = _mm512_fnmadd_ps(b, s[v], _mm512_mul_ps(a, c[v]));
+                    let hi = _mm512_fmadd_ps(a, s[v], _mm512_mul_ps(b, c[v]));
+                    _mm512_storeu_ps(p.add(16 * v), lo);
+                    _mm512_storeu_ps(p.add(HALF + 16 * v), hi);
+                }
+            }
+        }
+    }
+
+    /// A token's heads, interleaved, from the expanded table in registers.
+    #[target_feature(enable = "avx512f,fma")]
+    #[inline]
+    fn il_heads(tok: &mut [f32], c: &[__m512; 8], s: &[__m512; 8]) {
+        for head in tok.chunks_exact_mut(D) {
+            let p = head.as_mut_ptr();
+            for v in 0..8 {
+                // SAFETY: 16 values at offsets ≤ 112 of a 128-value head.
+                unsafe {
+                    let a = _mm512_loadu_ps(p.add(16 * v));
+                    let sw = _mm512_permute_ps::<0xB1>(a);
+                    let r = _mm512_fmadd_ps(sw, s[v], _mm512_mul_ps(a, c[v]));
+                    _mm512_storeu_ps(p.add(16 * v), r);
+                }
+            }
+        }
+    }
+
+    /// rotate_half, the token's cos/sin (`[c; 64]`, `[s; 64]` per token) in registers.
+    #[target_feature(enable = "avx512f,fma")]
+    fn rh_bare(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (t, tok) in x.chunks_exact_mut(heads * D).enumerate() {
+            let tp = &tab[t * D..(t + 1) * D];
+            // SAFETY: (the table loads below) 16 values at offsets ≤ 112 of a
+            // 128-value token table.
+            let (mut c, mut s) = ([_mm512_setzero_ps(); 4], [_mm512_setzero_ps(); 4]);
+            for v in 0..4 {
+                unsafe {
+                    c[v] = _mm512_loadu_ps(tp[16 * v..].as_ptr());
+                    s[v] = _mm512_loadu_ps(tp[HALF + 16 * v..].as_ptr());
+                }
+            }
+            rh_heads(tok, &c, &s);
+        }
+    }
+
+    /// A 64-byte aligned token table, as posenc's driver keeps one.
+    #[repr(C, align(64))]
+    struct Staged {
+        c: [f32; HALF],
+        s: [f32; HALF],
+    }
+
+    /// Token `t`'s table times `scale` into `b`.
+    #[target_feature(enable = "avx512f,fma")]
+    fn stage(b: &mut Staged, tab: &[f32], t: usize, scale: f32) {
+        let (k, tp) = (_mm512_set1_ps(scale), &tab[t * D..(t + 1) * D]);
+        for v in 0..4 {
+            // SAFETY: 16 values at offsets ≤ 112 of the token's table and ≤ 48 of the
+            // 64-value arrays.
+            unsafe {
+                let c = _mm512_mul_ps(_mm512_loadu_ps(tp[16 * v..].as_ptr()), k);
+                let s = _mm512_mul_ps(_mm512_loadu_ps(tp[HALF + 16 * v..].as_ptr()), k);
+                _mm512_storeu_ps(b.c[16 * v..].as_mut_ptr(), c);
+                _mm512_storeu_ps(b.s[16 * v..].as_mut_ptr(), s);
+            }
+        }
+    }
+
+    /// `rh_bare`, each token's table scaled (by 1) into one of two stack buffers after the
+    /// previous token's heads and loaded back before its own.
+    #[target_feature(enable = "avx512f,fma")]
+    fn rh_staged(x: &mut [f32], tab: &[f32], heads: usize, scale: f32) {
+        let zero = || Staged {
+            c: [0.0; HALF],
+            s: [0.0; HALF],
+        };
+        let mut bufs = [zero(), zero()];
+        stage(&mut bufs[0], tab, 0, scale);
+        let tokens = x.len() / (heads * D);
+        for (t, tok) in x.chunks_exact_mut(heads * D).enumerate() {
+            let (a, b) = bufs.split_at_mut(1);
+            let (cur, next) = if t % 2 == 0 {
+                (&a[0], &mut b[0])
+            } else {
+                (&b[0], &mut a[0])
+            };
+            let cur = black_box(cur);
+            let (mut c, mut s) = ([_mm512_setzero_ps(); 4], [_mm512_setzero_ps(); 4]);
+            for v in 0..4 {
+                // SAFETY: 16 values at offsets ≤ 48 of the 64-value arrays.
+                unsafe {
+                    c[v] = _mm512_loadu_ps(cur.c[16 * v..].as_ptr());
+                    s[v] = _mm512_loadu_ps(cur.s[16 * v..].as_ptr());
+                }
+            }
+            rh_heads(tok, &c, &s);
+            if t + 1 < tokens {
+                stage(next, tab, t + 1, scale);
+            }
+        }
+    }
+
+    /// Interleaved from a table already expanded in memory: per token `[c0, c0, …]` (128)
+    /// then `[−s0, s0, …]` (128).
+    #[target_feature(enable = "avx512f,fma")]
+    fn il_expanded(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (t, tok) in x.chunks_exact_mut(heads * D).enumerate() {
+            let tp = &tab[t * 2 * D..(t + 1) * 2 * D];
+            // SAFETY: (the table loads below) 16 values at offsets ≤ 240 of a 256-value
+            // token table.
+            let (mut c, mut s) = ([_mm512_setzero_ps(); 8], [_mm512_setzero_ps(); 8]);
+            for v in 0..8 {
+                unsafe {
+                    c[v] = _mm512_loadu_ps(tp[16 * v..].as_ptr());
+                    s[v] = _mm512_loadu_ps(tp[D + 16 * v..].as_ptr());
+                }
+            }
+            il_heads(tok, &c, &s);
+        }
+    }
+
+    /// Interleaved from the compact `[c0, s0, c1, s1, …]` table (128 per token), expanded into
+    /// registers once per token.
+    #[target_feature(enable = "avx512f,fma")]
+    fn il_expanded_reg(x: &mut [f32], tab: &[f32], heads: usize) {
+        let even = _mm512_set1_epi64(i32::MIN as u32 as i64);
+        for (t, tok) in x.chunks_exact_mut(heads * D).enumerate() {
+            let tp = &tab[t * D..(t + 1) * D];
+            // SAFETY: (the table loads below) 16 values at offsets ≤ 112 of a
+            // 128-value token table.
+            let (mut c, mut s) = ([_mm512_setzero_ps(); 8], [_mm512_setzero_ps(); 8]);
+            for v in 0..8 {
+                let cs = unsafe { _mm512_loadu_ps(tp[16 * v..].as_ptr()) };
+                c[v] = _mm512_moveldup_ps(cs);
+                let odd = _mm512_castps_si512(_mm512_movehdup_ps(cs));
+                s[v] = _mm512_castsi512_ps(_mm512_xor_si512(odd, even));
+            }
+            il_heads(tok, &c, &s);
+        }
+    }
+
+    /// Interleaved from the compact table, duplicated per vector in the loop:
+    /// `fmaddsub(x, dup_even(cs), swap(x) · dup_odd(cs))`.
+    #[target_feature(enable = "avx512f,fma")]
+    fn il_moveldup(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (t, tok) in x.chunks_exact_mut(heads * D).enumerate() {
+            let tp = &tab[t * D..(t + 1) * D];
+            // SAFETY: (the table loads below) 16 values at offsets ≤ 112 of a
+            // 128-value token table.
+            let mut cs = [_mm512_setzero_ps(); 8];
+            for (v, cs) in cs.iter_mut().enumerate() {
+                *cs = unsafe { _mm512_loadu_ps(tp[16 * v..].as_ptr()) };
+            }
+            for head in tok.chunks_exact_mut(D) {
+                let p = head.as_mut_ptr();
+                for (v, &cs) in cs.iter().enumerate() {
+                    // SAFETY: as above.
+                    unsafe {
+                        let a = _mm512_loadu_ps(p.add(16 * v));
+                        let sw = _mm512_permute_ps::<0xB1>(a);
+                        let c = _mm512_moveldup_ps(cs);
+                        let s = _mm512_movehdup_ps(cs);
+                        let r = _mm512_fmaddsub_ps(a, c, _mm512_mul_ps(sw, s));
+                        _mm512_storeu_ps(p.add(16 * v), r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The bytes ceiling of `--bench ratio` for f32: `x·a + b` in place.
+    #[target_feature(enable = "avx512f,fma")]
+    fn ceiling(x: &mut [f32]) {
+        let (a, b) = (_mm512_set1_ps(0.999), _mm512_set1_ps(1e-4));
+        for v in x.chunks_exact_mut(16) {
+            // SAFETY: 16 values.
+            unsafe {
+                _mm512_storeu_ps(
+                    v.as_mut_ptr(),
+                    _mm512_fmadd_ps(_mm512_loadu_ps(v.as_ptr()), a, b),
+                )
+            };
+        }
+    }
+
+    /// A cache line of f32, so the buffer starts on a 64-byte boundary.
+    #[repr(align(64))]
+    #[derive(Clone, Copy)]
+    #[allow(dead_code)] // read and written only through the f32 slice over the lines
+    struct Line([f32; 16]);
+
+    pub fn main() {
+        if !is_x86_feature_detected!("avx512f") || !is_x86_feature_detected!("fma") {
+            println!("bare: needs AVX-512F and FMA; this CPU has not got them");
+            return;
+        }
+        let tokens: usize = std::env::args()
+            .skip(1)
+            .find_map(|a| a.parse().ok())
+            .unwrap_or(64);
+        let (heads, n) = (32, tokens * 32 * D);
+        let mut lines = vec![Line([0.5; 16]); n / 16];
+        // SAFETY: `Line` is 16 f32 and nothing else (64 bytes, aligned to 64), so the lines
+        // are `n` f32 in a row.
+        let x: &mut [f32] =
+            unsafe { core::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), n) };
+        // Tables: rotate_half `[c; 64][s; 64]` per token (for 4× the tokens too, the `h8`
+        // rows), interleaved expanded `[c, c, …][−s, s, …]` and compact `[c, s, …]`.
+        let (mut rh, mut il_e, mut il_c) = (vec![0.0; 4 * tokens * D], vec![], vec![]);
+        for t in 0..4 * tokens {
+            for i in 0..HALF {
+                let (s, c) = (t as f32 * 0.01 + i as f32 * 1e-3).sin_cos();
+                rh[t * D + i] = c;
+                rh[t * D + HALF + i] = s;
+            }
+        }
+        for t in 0..tokens {
+            let (c, s) = (&rh[t * D..t * D + HALF], &rh[t * D + HALF..(t + 1) * D]);
+            il_e.extend(c.iter().flat_map(|&c| [c, c]));
+            il_e.extend(s.iter().flat_map(|&s| [-s, s]));
+            il_c.extend(c.iter().zip(s).flat_map(|(&c, &s)| [c, s]));
+        }
+        let rope = |l| Rope::new(&RopeConfig::new(D, 500_000.0, l)).unwrap();
+        let (r_rh, r_il) = (rope(Layout::RotateHalf), rope(Layout::Interleaved));
+        let pos: Vec<i32> = (0..4 * tokens as i32).map(|p| p + 1000).collect();
+        let mut t_rh = vec![0.0; r_rh.table_len(tokens)];
+        let mut t_il = vec![0.0; r_il.table_len(tokens)];
+        let mut t_h8 = vec![0.0; r_rh.table_len(4 * tokens)];
+        let t_rh = r_rh.table(&pos[..tokens], &mut t_rh).unwrap();
+        let t_il = r_il.table(&pos[..tokens], &mut t_il).unwrap();
+        let t_h8 = r_rh.table(&pos, &mut t_h8).unwrap();
+
+        let names = [
+            "ceiling",
+            "rh_bare",
+            "rh_staged",
+            "posenc_rh",
+            "il_expanded",
+            "il_expanded_reg",
+            "il_moveldup",
+            "posenc_il",
+            "rh_bare h8",
+            "posenc_rh h8",
+        ];
+        let reps = (4 << 20) / (4 * n) + 1;
+        let mut times = vec![vec![]; names.len()];
+        for _ in 0..31 {
+            for (k, times) in times.iter_mut().enumerate() {
+                let start = Instant::now();
+                for _ in 0..reps {
+                    // SAFETY: AVX-512F and FMA were detected above.
+                    unsafe {
+                        match k {
+                            0 => ceiling(x),
+                            1 => rh_bare(x, &rh, heads),
+                            2 => rh_staged(x, &rh, heads, black_box(1.0)),
+                            3 => r_rh.apply(&mut *x, heads, t_rh).unwrap(),
+                            4 => il_expanded(x, &il_e, heads),
+                            5 => il_expanded_reg(x, &il_c, heads),
+                            6 => il_moveldup(x, &il_c, heads),
+                            7 => r_il.apply(&mut *x, heads, t_il).unwrap(),
+                            8 => rh_bare(x, &rh, 8),
+                            _ => r_rh.apply(&mut *x, 8, t_h8).unwrap(),
+                        }
+                    }
+                    black_box(&mut *x);
+                }
+                times.push(start.elapsed().as_secs_f64() * 1e9 / (reps * n / D) as f64);
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let m: Vec<f64> = times.iter_mut().map(median).collect();
+        println!("{tokens} tokens × 32 heads × 128 f32 (h8: × 8 heads, 4× the tokens), in place");
+        println!("| loop | ns per token-head | ratio |");
+        println!("|---|---:|---:|");
+        for (name, t) in names.iter().zip(&m) {
+            println!("| {name} | {t:.2} | {:.2} |", m[0] / t);
+        }
+        println!(
+            "posenc_rh / rh_bare {:.2}, rh_staged / rh_bare {:.2}, il_moveldup / il_expanded_reg \
+             {:.2}; per-token cost beyond the loop (from the h8 rows): posenc {:.0} ns, bare {:.0} ns",
+            m[3] / m[1],
+            m[2] / m[1],
+            m[6] / m[5],
+            // time per token-head = loop + per_token / heads_per_token, solved from 32 and 8.
+            (m[9] - m[3]) / (1.0 / 8.0 - 1.0 / 32.0),
+            (m[8] - m[1]) / (1.0 / 8.0 - 1.0 / 32.0),
+        );
+    }
+}
+
+fn main() {
+    #[cfg(target_arch = "x86_64")]
+    bare::main();
+    #[cfg(not(target_arch = "x86_64"))]
+    println!("bare: x86-64 only");
+}
