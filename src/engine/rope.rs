@@ -8,11 +8,14 @@
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
-//! for each item i:
+//! in cache, whole heads of ≤ 8 table vectors:                        // `stream_resident`
+//!     for each token t:                                              // one loop, skew settled per call
+//!         for each target buffer, each view of heads:
+//!             load table[t] into registers; rotate every head with them
+//!         compute table[t + 1]
+//! else, for each item i:
 //!     for each target buffer, each view of heads:
-//!         in cache, whole heads of ≤ 8 table vectors:                // `resident`
-//!             load table[i] into registers; rotate every head with them
-//!         else, H heads at a time:
+//!         H heads at a time:
 //!             rotate pairs of the chunk in those H heads with table[i]   // a table vector is loaded once for H heads
 //!             compute one block of table[i + 1]                          // in the shadow of the memory stream
 //!     finish table[i + 1]
@@ -29,6 +32,10 @@
 //!   whole number of them (head_dim 128: rotate_half on both x86 tiers, interleaved on
 //!   AVX-512), the table is loaded into registers once per token and every head of the view
 //!   is rotated from them, the next table computed after the last head (`Run::resident`).
+//!   Those calls take a token loop of their own (`Run::stream_resident`), with the views'
+//!   skew settled once and, for a single view, only its pointers advanced per token: inside
+//!   the general loop below, the per-token work stalled the head loops around it (`cargo
+//!   bench --bench bare`, posenc against the same head loop written bare).
 //!   That won for f32 sources in both layouts, decode included, and for 16-bit sources where
 //!   the table takes at most half the registers (AVX-512); with AVX2's 16 registers, 16-bit
 //!   rotate_half (a table of 16) measured worse than two heads per pass, and calls past the
@@ -456,13 +463,14 @@ impl<S: Simd> Run<'_, S> {
         // Two heads per pass share each table load: a single token's, and rotate_half's
         // streaming (see the module docs).
         let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
+        if !S::REFERENCE && matches!(resident, 2 | 4 | 8) {
+            // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
+            // window; the table of item 0 is complete.
+            unsafe { self.stream_resident::<I, O, IL, ONCE, WHOLE>(targets, resident, &mut tabs) };
+            return;
+        }
         for i in 0..items {
-            let (a, b) = tabs.split_at_mut(1);
-            let (cur, nxt) = if i % 2 == 0 {
-                (&a[0], &mut b[0])
-            } else {
-                (&b[0], &mut a[0])
-            };
+            let (cur, nxt) = alternate(&mut tabs, i);
             let mut next = self.pending(i + 1, nxt);
             let (t, j0, n) = self.item(i);
             for target in targets.iter_mut() {
@@ -598,37 +606,9 @@ impl<S: Simd> Run<'_, S> {
                         && half_skewed::<S>(dbase.addr(), [dv.token_stride, dhs]);
                     let pre = self.no_pre();
                     let mut h = 0;
-                    // Grouped heads and resident tables: not on the reference tier (see
-                    // `Simd::REFERENCE`; a constant, so its kernel does not contain them).
+                    // Grouped heads: not on the reference tier (see `Simd::REFERENCE`; a
+                    // constant, so its kernel does not contain them).
                     if !S::REFERENCE {
-                        macro_rules! resident {
-                            ($nv:literal) => {{
-                                // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in
-                                // bounds in both buffers; `WHOLE`: the chunk is every pair of the
-                                // window, a whole number of vectors, and `cur` holds its table;
-                                // `skewed` only for f32 windows half a vector off a boundary.
-                                // (`skewable` is tested as a constant: the kernels that can never
-                                // take the skewed loops do not contain them.)
-                                unsafe {
-                                    if const { skewable::<S, I, O, WHOLE>() } && skewed {
-                                        self.resident::<I, O, IL, ONCE, $nv, true>(
-                                            sbase, dbase, shs, dhs, nh, cur,
-                                        )
-                                    } else {
-                                        self.resident::<I, O, IL, ONCE, $nv, false>(
-                                            sbase, dbase, shs, dhs, nh, cur,
-                                        )
-                                    }
-                                };
-                                h = nh;
-                            }};
-                        }
-                        match resident {
-                            2 => resident!(2),
-                            4 => resident!(4),
-                            8 => resident!(8),
-                            _ => {}
-                        }
                         if single {
                             while h + 4 <= nh {
                                 let (p, q) =
@@ -672,6 +652,177 @@ impl<S: Simd> Run<'_, S> {
                         self.advance::<I, IL, ONCE>(&mut next);
                         h += 1;
                     }
+                }
+            }
+            self.complete::<I, IL, ONCE>(&mut next);
+        }
+    }
+
+    /// [`Run::stream`] for the calls whose table stays in registers across a token's heads
+    /// (`nv` vectors: 2, 4 or 8). Whether the windows are skewed (see `Run::rotate_skewed`) is
+    /// settled once for the call, so the loop over tokens is one instance of
+    /// [`Run::resident_tokens`] with nothing between the tokens' head loops but the next
+    /// table. Run inside `stream`'s general loop, the same head loops took markedly longer in
+    /// cache than the bare loop (`cargo bench --bench bare`, `posenc_*` against `rh_bare`).
+    ///
+    /// # Safety
+    /// `WHOLE`: one chunk per token, every pair of the window, a whole number of vectors;
+    /// `tabs[0]` holds token 0's table.
+    #[inline(always)]
+    unsafe fn stream_resident<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+    >(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        nv: usize,
+        tabs: &mut [Tab; 2],
+    ) {
+        // f32 windows half a vector past a vector boundary, every one of the call's (the
+        // strides keep the offset), on a tier with native half-vector accesses. Otherwise the
+        // plain loop, which takes windows at any address.
+        let mut skewed = const { skewable::<S, I, O, WHOLE>() };
+        for target in targets.iter() {
+            let ((x, _), (y, _)) = (target.src(), target.dst());
+            for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                if sv.n_heads > 0 {
+                    // The window of head 0 of the call's first token in each buffer.
+                    let at = |v: &View| v.offset + self.first * v.token_stride + self.offset;
+                    let (p, q) = (x.wrapping_add(at(sv)), y.wrapping_add(at(dv)));
+                    skewed &= half_skewed::<S>(p.addr(), [sv.token_stride, sv.head_stride])
+                        && half_skewed::<S>(q.addr(), [dv.token_stride, dv.head_stride]);
+                }
+            }
+        }
+        macro_rules! tokens {
+            ($nv:literal, $skew:literal) => {
+                // SAFETY: the caller's precondition; `$skew` only when every window is skewed.
+                unsafe { self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, $skew>(targets, tabs) }
+            };
+        }
+        if const { skewable::<S, I, O, WHOLE>() } && skewed {
+            match nv {
+                2 => tokens!(2, true),
+                4 => tokens!(4, true),
+                _ => tokens!(8, true),
+            }
+        } else {
+            match nv {
+                2 => tokens!(2, false),
+                4 => tokens!(4, false),
+                _ => tokens!(8, false),
+            }
+        }
+    }
+
+    /// Per token, every head of every view from the table in registers
+    /// ([`Run::resident`]), then the next token's table.
+    ///
+    /// # Safety
+    /// As [`Run::stream_resident`]; `SKEW` only when every window of the call is an f32
+    /// window half a vector past a boundary on a tier that takes them.
+    #[inline(always)]
+    unsafe fn resident_tokens<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+        const NV: usize,
+        const SKEW: bool,
+    >(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        tabs: &mut [Tab; 2],
+    ) {
+        debug_assert!(WHOLE && self.chunks == 1);
+        let partial = 2 * self.half < self.head_dim;
+        // One view whose heads need nothing but the rotation (`apply`, a table's per-layer
+        // call): its first window and strides, and a loop of its own, so a token costs a
+        // multiply-add per pointer. (The general loop below over targets and views took
+        // longer per token in `cargo bench --bench bare`, its `h8` rows most, and so did this
+        // view's case as a branch inside it.)
+        let one = match targets {
+            [target] if target.src_views.len() == 1 && !(target.whole && partial) => {
+                let ((x, _), (y, _)) = (target.src(), target.dst());
+                let (sv, dv) = (&target.src_views[0], &target.dst_views[0]);
+                let at = |v: &View| v.offset + self.first * v.token_stride + self.offset;
+                Some((
+                    (x.wrapping_add(at(sv)), sv.token_stride, sv.head_stride),
+                    (y.wrapping_add(at(dv)), dv.token_stride, dv.head_stride),
+                    sv.n_heads,
+                ))
+            }
+            _ => None,
+        };
+        if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
+            for t in 0..self.tokens {
+                let (cur, nxt) = alternate(tabs, t);
+                let mut next = self.pending(t + 1, nxt);
+                // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
+                // bounds in both buffers (`in_bounds`); the rest as below.
+                unsafe {
+                    self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                        p.wrapping_add(t * pts),
+                        q.wrapping_add(t * qts),
+                        phs,
+                        qhs,
+                        nh,
+                        cur,
+                    )
+                };
+                self.complete::<I, IL, ONCE>(&mut next);
+            }
+            return;
+        }
+        for t in 0..self.tokens {
+            let (cur, nxt) = alternate(tabs, t);
+            let mut next = self.pending(t + 1, nxt);
+            let tok = self.first + t;
+            for target in targets.iter() {
+                let ((x, _), (y, _)) = (target.src(), target.dst());
+                for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                    let (nh, shs, dhs) = (sv.n_heads, sv.head_stride, dv.head_stride);
+                    if nh == 0 {
+                        continue;
+                    }
+                    // SAFETY: `in_bounds` proved every head of every token of both views lies
+                    // in its buffer; these are head 0 of token `first + t`.
+                    let (sbase, dbase) = unsafe {
+                        (
+                            x.add(sv.offset + tok * sv.token_stride),
+                            y.add(dv.offset + tok * dv.token_stride),
+                        )
+                    };
+                    if target.whole && partial {
+                        for h in 0..nh {
+                            // SAFETY: head `h` of both views is in bounds.
+                            unsafe {
+                                self.pass::<I, O, ONCE, false>(
+                                    sbase.wrapping_add(h * shs),
+                                    dbase.wrapping_add(h * dhs),
+                                    self.no_pre(),
+                                )
+                            };
+                        }
+                    }
+                    // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in bounds
+                    // in both buffers; `WHOLE` (the caller's precondition): the chunk is every
+                    // pair of the window, a whole number of vectors, and `cur` holds its
+                    // table; `SKEW` only for skewed f32 windows (the caller's precondition).
+                    unsafe {
+                        self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                            sbase.wrapping_add(self.offset),
+                            dbase.wrapping_add(self.offset),
+                            shs,
+                            dhs,
+                            nh,
+                            cur,
+                        )
+                    };
                 }
             }
             self.complete::<I, IL, ONCE>(&mut next);
@@ -1425,6 +1576,18 @@ impl<S: Simd> Run<'_, S> {
 /// their instantiations out of every other dtype pair's and tier's build.
 const fn skewable<S: Simd, I: Element, O: Element, const WHOLE: bool>() -> bool {
     WHOLE && S::HALVES && matches!(I::DTYPE, Dtype::F32) && matches!(O::DTYPE, Dtype::F32)
+}
+
+/// Item `i`'s table (`cur`, complete) and the one the next item's is computed into: the two
+/// tables take turns.
+#[inline(always)]
+fn alternate(tabs: &mut [Tab; 2], i: usize) -> (&Tab, &mut Tab) {
+    let (a, b) = tabs.split_at_mut(1);
+    if i.is_multiple_of(2) {
+        (&a[0], &mut b[0])
+    } else {
+        (&b[0], &mut a[0])
+    }
 }
 
 /// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
