@@ -690,8 +690,10 @@ impl<S: Simd> Run<'_, S> {
             for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
                 if sv.n_heads > 0 {
                     // The window of head 0 of the call's first token in each buffer.
-                    let at = |v: &View| v.offset + self.first * v.token_stride + self.offset;
-                    let (p, q) = (x.wrapping_add(at(sv)), y.wrapping_add(at(dv)));
+                    let (p, q) = (
+                        x.wrapping_add(self.first_window(sv)),
+                        y.wrapping_add(self.first_window(dv)),
+                    );
                     skewed &= half_skewed::<S>(p.addr(), [sv.token_stride, sv.head_stride])
                         && half_skewed::<S>(q.addr(), [dv.token_stride, dv.head_stride]);
                 }
@@ -749,10 +751,17 @@ impl<S: Simd> Run<'_, S> {
             [target] if target.src_views.len() == 1 && !(target.whole && partial) => {
                 let ((x, _), (y, _)) = (target.src(), target.dst());
                 let (sv, dv) = (&target.src_views[0], &target.dst_views[0]);
-                let at = |v: &View| v.offset + self.first * v.token_stride + self.offset;
                 Some((
-                    (x.wrapping_add(at(sv)), sv.token_stride, sv.head_stride),
-                    (y.wrapping_add(at(dv)), dv.token_stride, dv.head_stride),
+                    (
+                        x.wrapping_add(self.first_window(sv)),
+                        sv.token_stride,
+                        sv.head_stride,
+                    ),
+                    (
+                        y.wrapping_add(self.first_window(dv)),
+                        dv.token_stride,
+                        dv.head_stride,
+                    ),
                     sv.n_heads,
                 ))
             }
@@ -827,6 +836,15 @@ impl<S: Simd> Run<'_, S> {
             }
             self.complete::<I, IL, ONCE>(&mut next);
         }
+    }
+
+    /// Where, in values from the start of its buffer, view `v`'s rotary window of head 0 of
+    /// the call's first token starts. (A method, not a closure: closures are not inlined in
+    /// unoptimised builds, and `check-asm.sh` requires the entry points to contain their
+    /// kernels.)
+    #[inline(always)]
+    fn first_window(&self, v: &View) -> usize {
+        v.offset + self.first * v.token_stride + self.offset
     }
 
     /// The bytes a call reads and writes through its views: the source heads' and, rotating
