@@ -21,7 +21,7 @@ use crate::view;
 /// `r = 1 / sqrt(mean(x²) + eps)`, then `x · r` times the weight. Weights are f32 (widen a
 /// checkpoint's bf16 weights once at load: exact).
 ///
-/// Under [`Rounding::Once`](crate::Rounding::Once) the normalised value stays in f32 and the
+/// Under [`Rounding::Once`] the normalised value stays in f32 and the
 /// rotation rounds once. Under the HF modes the norm rounds as HuggingFace's module does (see
 /// each constructor), and the rotation then runs on the rounded values as HF's RoPE does. In
 /// every mode the squares (each exact in f64) are summed in f64, the mean rounded once to
@@ -251,7 +251,7 @@ impl Rope {
     /// Any of f32/f16/bf16 on each side. Every channel of each head is written: the rotary
     /// window rotated, the others converted.
     ///
-    /// Under [`Rounding::Once`](crate::Rounding::Once) the rotation is computed in f32 and
+    /// Under [`Rounding::Once`] the rotation is computed in f32 and
     /// rounded once into `O`: bitwise rotating an f32 copy of `src` and rounding it. Under the
     /// HF modes it is [`Rope::apply`] on a copy of `src` in `I`, then converted to `O`.
     /// Everything is checked (shapes, views, head counts, overlap) before anything is written.

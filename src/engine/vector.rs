@@ -16,7 +16,7 @@
 //! The numeric contract of each method is written on it. Two properties matter everywhere:
 //! * everything except [`Simd::mul_add`] and [`Simd::neg_mul_add`] is one IEEE operation per
 //!   lane, so tiers agree bit for bit (cos/sin tables are identical on every backend);
-//! * [`Simd::FUSED`] says whether those two round once (x86 FMA) or twice (the scalar
+//! * the tier says whether those two round once (x86 FMA) or twice (the scalar
 //!   reference and `wide`), which is the only source of difference between backends.
 
 use crate::element::{Dtype, Element};

@@ -40,7 +40,7 @@ pub(crate) struct SinSpec {
     pub layout: SinusoidalLayout,
     pub padding: Option<i32>,
     /// The frequencies, [`sin_frequencies`]`(base, den, 0, ..)`, when `pairs ≤ SIN_CACHE`
-    /// (zeros otherwise); see [`SinSpec::with_frequencies`].
+    /// (zeros otherwise); see [`SinSpec::frequencies`].
     pub freq: [f64; SIN_CACHE],
 }
 

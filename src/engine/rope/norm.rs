@@ -1,0 +1,123 @@
+//! QK-norm inside the driver: a head's (or a row's) sum of squares, the RMSNorm factor, and
+//! the normalising load the head kernels read through.
+
+use super::run::{Pre, Run};
+use crate::element::{Dtype, Element};
+use crate::engine::job::NormKind;
+use crate::engine::math::sqrt_f32;
+use crate::engine::vector::{MAX_LANES, Simd, pad};
+
+impl<S: Simd> Run<'_, S> {
+    /// `Σ x²` over the `n` values at `p`, each square exact in f64, summed in f64.
+    ///
+    /// # Safety
+    /// `p .. p + n` is readable.
+    #[inline(always)]
+    pub(super) unsafe fn sum_squares<I: Element>(&self, p: *const I, n: usize) -> f64 {
+        let (s, l) = (self.s, S::LANES);
+        // Four accumulators, two vectors a step: each add waits on the one two vectors back,
+        // not one (the contract leaves the order of the f64 sum free, see `RmsNorm`).
+        let mut acc = [s.dsplat(0.0); 4];
+        let mut k = 0;
+        while k + 2 * l <= n {
+            for u in 0..2 {
+                // SAFETY: values `k + u·l .. k + (u + 1)·l ≤ n`.
+                let (lo, hi) = unsafe { self.widen::<I>(p.add(k + u * l)) };
+                acc[2 * u] = s.dsquare_add(lo, acc[2 * u]);
+                acc[2 * u + 1] = s.dsquare_add(hi, acc[2 * u + 1]);
+            }
+            k += 2 * l;
+        }
+        while k < n {
+            let (lo, hi) = if k + l <= n {
+                // SAFETY: values `k .. k + l ≤ n`.
+                unsafe { self.widen::<I>(p.add(k)) }
+            } else {
+                // SAFETY: values `k .. n`; the rest of the vector is zero padding.
+                let tail = unsafe { core::slice::from_raw_parts(p.add(k), n - k) };
+                let padded = pad(tail);
+                // SAFETY: `padded` holds `MAX_LANES ≥ l` values.
+                unsafe { self.widen::<I>(padded.as_ptr()) }
+            };
+            acc[0] = s.dsquare_add(lo, acc[0]);
+            acc[1] = s.dsquare_add(hi, acc[1]);
+            k += l;
+        }
+        let mut out = [0.0f64; MAX_LANES];
+        s.store_d(
+            s.dadd(s.dadd(acc[0], acc[1]), s.dadd(acc[2], acc[3])),
+            &mut out[..],
+        );
+        out[..l / 2].iter().sum()
+    }
+
+    /// The `LANES` values of `I` at `p` as f64 (exact): the low half and the high half.
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable.
+    #[inline(always)]
+    pub(super) unsafe fn widen<I: Element>(&self, p: *const I) -> (S::D, S::D) {
+        let (s, l) = (self.s, S::LANES);
+        if I::DTYPE == Dtype::F32 {
+            let p = p.cast::<f32>();
+            // SAFETY: `I` is f32 (its dtype), and both halves are in `p .. p + l`.
+            unsafe { (s.ld_widen(p), s.ld_widen(p.add(l / 2))) }
+        } else {
+            let mut tmp = [0.0f32; MAX_LANES];
+            // SAFETY: the caller's precondition.
+            s.store(unsafe { s.ld::<I>(p) }, &mut tmp[..]);
+            (s.load_widen(&tmp[..]), s.load_widen(&tmp[l / 2..]))
+        }
+    }
+
+    /// The norm of `x` with weights `w`: `(x·r)·w'` in f32 under posenc's rounding (`w'` is `w`,
+    /// or `1 + w` for Gemma), HF's module arithmetic and roundings to `I` otherwise.
+    #[inline(always)]
+    pub(super) fn pre<I: Element, const ONCE: bool>(
+        &self,
+        x: S::F,
+        w: S::F,
+        pre: Pre<S::F>,
+    ) -> S::F {
+        let s = self.s;
+        let xr = s.mul(x, pre.r);
+        if ONCE {
+            return s.mul(s.add(w, pre.one), xr);
+        }
+        match pre.kind {
+            NormKind::Head => s.round_to::<I>(s.mul(w, s.round_to::<I>(xr))),
+            _ => s.round_to::<I>(s.mul(s.add(w, pre.one), xr)),
+        }
+    }
+
+    /// Loads `LANES` values of `I` at `p`, normalised when `NORM` (weights at `w`).
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is readable, and `w .. w + LANES` when `NORM`.
+    #[inline(always)]
+    pub(super) unsafe fn ld<I: Element, const ONCE: bool, const NORM: bool>(
+        &self,
+        p: *const I,
+        w: *const f32,
+        pre: Pre<S::F>,
+    ) -> S::F {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            let x = self.s.ld::<I>(p);
+            if NORM {
+                self.pre::<I, ONCE>(x, self.s.ld_f32(w), pre)
+            } else {
+                x
+            }
+        }
+    }
+}
+
+/// The RMSNorm factor `1 / sqrt(mean + eps)` of `n` values whose squares sum to `sum`: the
+/// mean rounded once to f32 (`sum` carries every square exactly, in f64), then HF's f32
+/// arithmetic (`torch.rsqrt` is `1 / sqrt`, two roundings).
+#[inline(always)]
+pub(super) fn scale(sum: f64, n: usize, eps: f32) -> f32 {
+    let mean = (sum / n as f64) as f32;
+    1.0 / sqrt_f32(mean + eps)
+}

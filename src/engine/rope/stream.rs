@@ -1,0 +1,438 @@
+//! The token loops: the order in which a call visits tokens, targets, views and heads, how
+//! many heads share a table load, and where the next token's table is computed (see the
+//! module docs of `engine::rope` for the choices and the benchmarks that settled them).
+
+use super::heads::skewable;
+use super::norm::scale;
+use super::run::{Pre, Run, alternate};
+use crate::element::{Dtype, Element};
+use crate::engine::angles::Tab;
+use crate::engine::job::{NormKind, Target};
+use crate::engine::vector::Simd;
+
+/// Up to this many bytes per call, a call counts as in cache: the table stays in registers
+/// across heads, and rotate_half with an f32 source rotates two heads per pass where it does
+/// not; beyond it, one head per pass from a table in memory (see the module docs). Between
+/// the largest call where the in-cache paths won (512 tokens × 32 heads × 128, f32: 8 MiB)
+/// and the smallest where one head per pass won (1024 tokens: 16 MiB) in `cargo bench
+/// --bench ratio` on both x86 tiers.
+pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
+
+/// Heads whose norm factors are computed before any of them is rotated (see `stream`).
+const NORM_GROUP: usize = 16;
+
+impl<S: Simd> Run<'_, S> {
+    /// The items in memory order, the next item's table pipelined.
+    #[inline(always)]
+    pub(super) fn stream<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+    >(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+    ) {
+        let items = self.tokens * self.chunks;
+        let mut tabs = [Tab::new(), Tab::new()];
+        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
+        let single = self.tokens == 1;
+        let partial = 2 * self.half < self.head_dim;
+        let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
+        // Vectors of the table held in registers across the heads of a token (0: none), for
+        // the calls where that won (see the module docs): an f32 source's, or a 16-bit
+        // source's when the table (`2·nv` registers) leaves half the register file to the
+        // conversions.
+        let nv = (if IL { 2 * self.half } else { self.half }) / S::LANES;
+        let resident = if WHOLE && in_cache && (I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS) {
+            nv
+        } else {
+            0
+        };
+        // Two heads per pass share each table load: a single token's, and rotate_half's
+        // streaming (see the module docs).
+        let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
+        if !S::REFERENCE && matches!(resident, 2 | 4 | 8) {
+            // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
+            // window; the table of item 0 is complete.
+            unsafe { self.stream_resident::<I, O, IL, ONCE, WHOLE>(targets, resident, &mut tabs) };
+            return;
+        }
+        for i in 0..items {
+            let (cur, nxt) = alternate(&mut tabs, i);
+            let mut next = self.pending(i + 1, nxt);
+            let (t, j0, n) = self.item(i);
+            for target in targets.iter_mut() {
+                let (x, _) = target.src();
+                let (y, _) = target.dst();
+                let (norm, whole) = (target.norm, target.whole);
+                for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                    let nh = sv.n_heads;
+                    if nh == 0 {
+                        continue;
+                    }
+                    let (shs, dhs) = (sv.head_stride, dv.head_stride);
+                    let tok = self.first + t;
+                    // SAFETY: `in_bounds` proved every head of every token of both views lies
+                    // in its buffer; these are head 0 of token `first + t`.
+                    let (sbase, dbase) = unsafe {
+                        (
+                            x.add(sv.offset + tok * sv.token_stride),
+                            y.add(dv.offset + tok * dv.token_stride),
+                        )
+                    };
+                    // (`WHOLE` kernels never norm: the branch is not compiled into them.)
+                    if !WHOLE && let Some(norm) = norm {
+                        let hd = self.head_dim;
+                        // (A loop, not a closure: a closure would lose the tier's features.)
+                        let row = if norm.kind == NormKind::Row {
+                            let mut sum = 0.0f64;
+                            for h in 0..nh {
+                                // SAFETY: head `h` of this token is in bounds (above).
+                                sum += unsafe { self.sum_squares(sbase.wrapping_add(h * shs), hd) };
+                            }
+                            Some(scale(sum, nh * hd, norm.eps))
+                        } else {
+                            None
+                        };
+                        // The `r` of up to NORM_GROUP heads first, then their rotations: the
+                        // heads' sums are independent, so the CPU overlaps them rather than
+                        // waiting on each head's sum → square root → rotation in turn. (In
+                        // place too: every head is read before it is written, and heads are
+                        // disjoint.)
+                        let mut h0 = 0;
+                        while h0 < nh {
+                            let g = (nh - h0).min(NORM_GROUP);
+                            let mut rs = [0.0f32; NORM_GROUP];
+                            if let Some(r) = row {
+                                rs = [r; NORM_GROUP];
+                            } else {
+                                // Every sum, then every factor: the divisions and square roots
+                                // of the group issue back to back, not one per head between
+                                // the sums.
+                                let mut sums = [0.0f64; NORM_GROUP];
+                                for (i, sum) in sums[..g].iter_mut().enumerate() {
+                                    // SAFETY: head `h0 + i < n_heads` is in bounds (above).
+                                    *sum = unsafe {
+                                        self.sum_squares(sbase.wrapping_add((h0 + i) * shs), hd)
+                                    };
+                                }
+                                // (All NORM_GROUP lanes, the unused ones too: a loop of
+                                // fixed length is what LLVM vectorises.)
+                                for (r, &sum) in rs.iter_mut().zip(&sums) {
+                                    *r = scale(sum, hd, norm.eps);
+                                }
+                            }
+                            for (i, &r) in rs[..g].iter().enumerate() {
+                                let h = h0 + i;
+                                let (sp, dp) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                let w = match norm.kind {
+                                    NormKind::Row => norm.weight[h * hd..].as_ptr(),
+                                    _ => norm.weight.as_ptr(),
+                                };
+                                let pre = Pre {
+                                    r: self.s.splat(r),
+                                    w,
+                                    kind: norm.kind,
+                                    one: self.s.splat(if norm.kind == NormKind::HeadOnePlus {
+                                        1.0
+                                    } else {
+                                        -0.0
+                                    }),
+                                };
+                                if partial && j0 == 0 {
+                                    // SAFETY: head `h` of both views is in bounds; `w` has
+                                    // `head_dim` weights (asserted in `run`).
+                                    unsafe { self.pass::<I, O, ONCE, true>(sp, dp, pre) };
+                                }
+                                // SAFETY: the windows of head `h` are in bounds, pairs `j0 ..
+                                // j0 + n ≤ half`; `cur` holds the item's table; `w` as above.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
+                                        sp.add(self.offset),
+                                        dp.add(self.offset),
+                                        shs,
+                                        dhs,
+                                        j0,
+                                        n,
+                                        cur,
+                                        Pre {
+                                            w: pre.w.wrapping_add(self.offset),
+                                            ..pre
+                                        },
+                                        false,
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                            }
+                            h0 += g;
+                        }
+                        continue;
+                    }
+                    if whole && partial && j0 == 0 {
+                        for h in 0..nh {
+                            let pre = self.no_pre();
+                            // SAFETY: head `h` of both views is in bounds.
+                            unsafe {
+                                self.pass::<I, O, ONCE, false>(
+                                    sbase.wrapping_add(h * shs),
+                                    dbase.wrapping_add(h * dhs),
+                                    pre,
+                                )
+                            };
+                        }
+                    }
+                    let (sbase, dbase) = (
+                        sbase.wrapping_add(self.offset),
+                        dbase.wrapping_add(self.offset),
+                    );
+                    // f32 windows half a vector past a vector boundary, all of them (the
+                    // strides keep the offset), on a tier with native half-vector accesses:
+                    // moved on vector boundaries (see `Run::rotate_skewed`).
+                    let skewed = const { skewable::<S, I, O, WHOLE>() }
+                        && half_skewed::<S>(sbase.addr(), [sv.token_stride, shs])
+                        && half_skewed::<S>(dbase.addr(), [dv.token_stride, dhs]);
+                    let pre = self.no_pre();
+                    let mut h = 0;
+                    // Grouped heads: not on the reference tier (see `Simd::REFERENCE`; a
+                    // constant, so its kernel does not contain them).
+                    if !S::REFERENCE {
+                        if single {
+                            while h + 4 <= nh {
+                                let (p, q) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                // SAFETY: (this call and the two below) heads `h .. h + H ≤
+                                // n_heads` of token `t` are windows proven in bounds in both
+                                // buffers, and `rotate` stays inside pairs `j0 .. j0 + n ≤ half` of
+                                // each; `cur` holds the item's table.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
+                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                                h += 4;
+                            }
+                        }
+                        if pair_heads {
+                            while h + 2 <= nh {
+                                let (p, q) =
+                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                                // SAFETY: as above.
+                                unsafe {
+                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
+                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
+                                    )
+                                };
+                                self.advance::<I, IL, ONCE>(&mut next);
+                                h += 2;
+                            }
+                        }
+                    }
+                    while h < nh {
+                        let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
+                        // SAFETY: as above.
+                        unsafe {
+                            self.rotate::<I, O, IL, ONCE, WHOLE, false, 1>(
+                                p, q, shs, dhs, j0, n, cur, pre, skewed,
+                            )
+                        };
+                        self.advance::<I, IL, ONCE>(&mut next);
+                        h += 1;
+                    }
+                }
+            }
+            self.complete::<I, IL, ONCE>(&mut next);
+        }
+    }
+
+    /// [`Run::stream`] for the calls whose table stays in registers across a token's heads
+    /// (`nv` vectors: 2, 4 or 8). Whether the windows are skewed (see `Run::rotate_skewed`) is
+    /// settled once for the call, so the loop over tokens is one instance of
+    /// [`Run::resident_tokens`] with nothing between the tokens' head loops but the next
+    /// table. Run inside `stream`'s general loop, the same head loops took markedly longer in
+    /// cache than the bare loop (`cargo bench --bench bare`, `posenc_*` against `rh_bare`).
+    ///
+    /// # Safety
+    /// `WHOLE`: one chunk per token, every pair of the window, a whole number of vectors;
+    /// `tabs[0]` holds token 0's table.
+    #[inline(always)]
+    pub(super) unsafe fn stream_resident<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+    >(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        nv: usize,
+        tabs: &mut [Tab; 2],
+    ) {
+        // f32 windows half a vector past a vector boundary, every one of the call's (the
+        // strides keep the offset), on a tier with native half-vector accesses. Otherwise the
+        // plain loop, which takes windows at any address.
+        let mut skewed = const { skewable::<S, I, O, WHOLE>() };
+        for target in targets.iter() {
+            let ((x, _), (y, _)) = (target.src(), target.dst());
+            for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                if sv.n_heads > 0 {
+                    // The window of head 0 of the call's first token in each buffer.
+                    let (p, q) = (
+                        x.wrapping_add(self.first_window(sv)),
+                        y.wrapping_add(self.first_window(dv)),
+                    );
+                    skewed &= half_skewed::<S>(p.addr(), [sv.token_stride, sv.head_stride])
+                        && half_skewed::<S>(q.addr(), [dv.token_stride, dv.head_stride]);
+                }
+            }
+        }
+        macro_rules! tokens {
+            ($nv:literal, $skew:literal) => {
+                // SAFETY: the caller's precondition; `$skew` only when every window is skewed.
+                unsafe { self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, $skew>(targets, tabs) }
+            };
+        }
+        if const { skewable::<S, I, O, WHOLE>() } && skewed {
+            match nv {
+                2 => tokens!(2, true),
+                4 => tokens!(4, true),
+                _ => tokens!(8, true),
+            }
+        } else {
+            match nv {
+                2 => tokens!(2, false),
+                4 => tokens!(4, false),
+                _ => tokens!(8, false),
+            }
+        }
+    }
+
+    /// Per token, every head of every view from the table in registers
+    /// ([`Run::resident`]), then the next token's table.
+    ///
+    /// # Safety
+    /// As [`Run::stream_resident`]; `SKEW` only when every window of the call is an f32
+    /// window half a vector past a boundary on a tier that takes them.
+    #[inline(always)]
+    pub(super) unsafe fn resident_tokens<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+        const NV: usize,
+        const SKEW: bool,
+    >(
+        &self,
+        targets: &mut [Target<'_, I, O>],
+        tabs: &mut [Tab; 2],
+    ) {
+        debug_assert!(WHOLE && self.chunks == 1);
+        let partial = 2 * self.half < self.head_dim;
+        // One view whose heads need nothing but the rotation (`apply`, a table's per-layer
+        // call): its first window and strides, and a loop of its own, so a token costs a
+        // multiply-add per pointer. (The general loop below over targets and views took
+        // longer per token in `cargo bench --bench bare`, its `h8` rows most, and so did this
+        // view's case as a branch inside it.)
+        let one = match targets {
+            [target] if target.src_views.len() == 1 && !(target.whole && partial) => {
+                let ((x, _), (y, _)) = (target.src(), target.dst());
+                let (sv, dv) = (&target.src_views[0], &target.dst_views[0]);
+                Some((
+                    (
+                        x.wrapping_add(self.first_window(sv)),
+                        sv.token_stride,
+                        sv.head_stride,
+                    ),
+                    (
+                        y.wrapping_add(self.first_window(dv)),
+                        dv.token_stride,
+                        dv.head_stride,
+                    ),
+                    sv.n_heads,
+                ))
+            }
+            _ => None,
+        };
+        if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
+            for t in 0..self.tokens {
+                let (cur, nxt) = alternate(tabs, t);
+                let mut next = self.pending(t + 1, nxt);
+                // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
+                // bounds in both buffers (`in_bounds`); the rest as below.
+                unsafe {
+                    self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                        p.wrapping_add(t * pts),
+                        q.wrapping_add(t * qts),
+                        phs,
+                        qhs,
+                        nh,
+                        cur,
+                    )
+                };
+                self.complete::<I, IL, ONCE>(&mut next);
+            }
+            return;
+        }
+        for t in 0..self.tokens {
+            let (cur, nxt) = alternate(tabs, t);
+            let mut next = self.pending(t + 1, nxt);
+            let tok = self.first + t;
+            for target in targets.iter() {
+                let ((x, _), (y, _)) = (target.src(), target.dst());
+                for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
+                    let (nh, shs, dhs) = (sv.n_heads, sv.head_stride, dv.head_stride);
+                    if nh == 0 {
+                        continue;
+                    }
+                    // SAFETY: `in_bounds` proved every head of every token of both views lies
+                    // in its buffer; these are head 0 of token `first + t`.
+                    let (sbase, dbase) = unsafe {
+                        (
+                            x.add(sv.offset + tok * sv.token_stride),
+                            y.add(dv.offset + tok * dv.token_stride),
+                        )
+                    };
+                    if target.whole && partial {
+                        for h in 0..nh {
+                            // SAFETY: head `h` of both views is in bounds.
+                            unsafe {
+                                self.pass::<I, O, ONCE, false>(
+                                    sbase.wrapping_add(h * shs),
+                                    dbase.wrapping_add(h * dhs),
+                                    self.no_pre(),
+                                )
+                            };
+                        }
+                    }
+                    // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in bounds
+                    // in both buffers; `WHOLE` (the caller's precondition): the chunk is every
+                    // pair of the window, a whole number of vectors, and `cur` holds its
+                    // table; `SKEW` only for skewed f32 windows (the caller's precondition).
+                    unsafe {
+                        self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                            sbase.wrapping_add(self.offset),
+                            dbase.wrapping_add(self.offset),
+                            shs,
+                            dhs,
+                            nh,
+                            cur,
+                        )
+                    };
+                }
+            }
+            self.complete::<I, IL, ONCE>(&mut next);
+        }
+    }
+}
+
+/// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
+/// and `strides` (in values) keep every other window of the view there too.
+#[inline(always)]
+fn half_skewed<S: Simd>(at: usize, strides: [usize; 2]) -> bool {
+    let v = S::LANES * size_of::<f32>();
+    at % v == v / 2 && strides.iter().all(|s| s.is_multiple_of(S::LANES))
+}
