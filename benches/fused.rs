@@ -11,11 +11,13 @@
 //!   (cos 1, sin 0: the norm and a pass over memory, SIMD), the RoPE pass `apply_qk`; each
 //!   pass is also timed alone, which bounds the speed-up: the fused call does all the norm
 //!   pass does, so it is at most (norm pass + RoPE pass) ÷ norm pass;
-//! * backward against forward (`apply_backward` vs `apply`, Q and K, f32 and bf16).
+//! * backward against forward (`apply_backward` vs `apply`, Q and K, f32 and bf16);
+//! * Q and K in one call (`apply_qk`, the decoder layer's call) against two `apply` calls,
+//!   one per buffer, from positions and from a `Table`, both layouts, f32 and bf16.
 //!
 //! Rotate-into and apply-then-copy run both from positions and from a `Table` computed once
 //! (the angles-once path a runtime takes per forward). Arguments name the sections to run:
-//! `cargo bench --bench fused -- into qknorm backward`.
+//! `cargo bench --bench fused -- into qknorm backward qk`.
 
 use half::slice::HalfFloatSliceExt;
 use posenc::{Backend, Element, Layout, RmsNorm, Rope, RopeConfig, View, bf16, f16};
@@ -232,6 +234,57 @@ fn backward<T: Element>(tokens: usize, name: &str) {
     );
 }
 
+/// One `apply_qk` call against `apply` on Q then on K (each call computes the angles again
+/// from positions; from a table both read the same one).
+fn qk<T: Element>(tokens: usize, layout: Layout, name: &str) {
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, layout)).unwrap();
+    let q: Vec<T> = (0..tokens * NQ * HD)
+        .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
+        .collect();
+    let k: Vec<T> = (0..tokens * NKV * HD)
+        .map(|i| T::from_f32(1.0 + (i % 13) as f32 / 13.0))
+        .collect();
+    let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+    let mut buf = vec![0f32; rope.table_len(tokens)];
+    let table = rope.table(&pos[..], &mut buf).unwrap();
+    let mut bufs: Vec<(Vec<T>, Vec<T>)> = (0..4).map(|_| (q.clone(), k.clone())).collect();
+    let [a, b, c, d] = &mut bufs[..] else {
+        unreachable!()
+    };
+    let mut two = || {
+        rope.apply(black_box(&mut a.0[..]), NQ, &pos[..]).unwrap();
+        rope.apply(black_box(&mut a.1[..]), NKV, &pos[..]).unwrap();
+    };
+    let mut one = || {
+        rope.apply_qk(black_box(&mut b.0[..]), NQ, &mut b.1[..], NKV, &pos[..])
+            .unwrap()
+    };
+    let mut two_t = || {
+        rope.apply(black_box(&mut c.0[..]), NQ, table).unwrap();
+        rope.apply(black_box(&mut c.1[..]), NKV, table).unwrap();
+    };
+    let mut one_t = || {
+        rope.apply_qk(black_box(&mut d.0[..]), NQ, &mut d.1[..], NKV, table)
+            .unwrap()
+    };
+    let (m, r) = race(
+        &mut [&mut two, &mut one, &mut two_t, &mut one_t],
+        reps(tokens),
+    );
+    let r1 = r[1];
+    println!(
+        "| qk {name} | {tokens} | two calls {:.2} µs | apply_qk {:.2} µs | two/one {:.2} ({:.2}–{:.2}) | table: two calls {:.2} µs | apply_qk {:.2} µs | two/one {:.2} |",
+        m[0] * 1e6,
+        m[1] * 1e6,
+        m[0] / m[1],
+        1.0 / r1.1,
+        1.0 / r1.0,
+        m[2] * 1e6,
+        m[3] * 1e6,
+        m[2] / m[3],
+    );
+}
+
 fn main() {
     println!(
         "backend {}; medians of {ROUNDS} alternating rounds; (min–max of the per-round ratio)",
@@ -253,6 +306,13 @@ fn main() {
         if on("qknorm") {
             qknorm::<f32>(tokens, "f32");
             qknorm::<bf16>(tokens, "bf16");
+        }
+    }
+    for tokens in [1, 64, 512, 4096] {
+        if on("qk") {
+            qk::<f32>(tokens, Layout::RotateHalf, "f32 rotate_half");
+            qk::<f32>(tokens, Layout::Interleaved, "f32 interleaved");
+            qk::<bf16>(tokens, Layout::RotateHalf, "bf16 rotate_half");
         }
     }
     for tokens in [64, 512, 4096] {
