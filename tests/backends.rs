@@ -949,6 +949,57 @@ fn calls_past_the_cache_match_small_calls() {
     }
 }
 
+/// 16-bit heads keep their table in registers across a token's heads at every size where it
+/// takes at most half the registers (`engine::rope`: head_dim 128 on AVX-512, 64 on AVX2): a
+/// call past the caches (over 12 MiB of heads) is bit for bit the same heads rotated in small
+/// calls, bf16 and f16, both layouts, in place. Only the tiers that take that path run it
+/// (the reference and portable tiers never hold a 16-bit table across heads).
+#[test]
+fn sixteen_bit_calls_past_the_cache_match_small_calls() {
+    let mut rng = Rng::new(0xb16_ca11);
+    let tiers: Vec<Backend> = available()
+        .into_iter()
+        .filter(|b| matches!(b, Backend::Avx2 | Backend::Avx512))
+        .collect();
+    // 32 heads; tokens × 32 × head_dim × 2 bytes just past 12 MiB.
+    for (hd, tokens) in [(64, 3104), (128, 1552)] {
+        let (heads, piece) = (32, 16);
+        let n = tokens * heads * hd;
+        let x: Vec<f32> = (0..n).map(|_| (8.0 * rng.unit() - 4.0) as f32).collect();
+        let pos: Vec<i32> = (0..tokens as i32).map(|p| 5 * p + 1).collect();
+        for layout in [Layout::RotateHalf, Layout::Interleaved] {
+            for &backend in &tiers {
+                let rope = Rope::new(&RopeConfig::new(hd, 1e4, layout))
+                    .unwrap()
+                    .with_backend(backend)
+                    .unwrap();
+                whole_vs_pieces::<bf16>(&rope, &x, heads, &pos, piece);
+                whole_vs_pieces::<f16>(&rope, &x, heads, &pos, piece);
+            }
+        }
+    }
+}
+
+/// `x` rounded to `T`, rotated in one call and in calls of `piece` tokens: the same bits.
+fn whole_vs_pieces<T: Element>(rope: &Rope, x: &[f32], heads: usize, pos: &[i32], piece: usize) {
+    let mut whole: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
+    let mut pieces = whole.clone();
+    rope.apply(&mut whole, heads, pos).unwrap();
+    let row = heads * rope.head_dim();
+    for (rows, p) in pieces.chunks_mut(piece * row).zip(pos.chunks(piece)) {
+        rope.apply(rows, heads, p).unwrap();
+    }
+    let differ = differing(&whole, &pieces);
+    assert_eq!(
+        differ,
+        0,
+        "{:?} {:?} head_dim {}: one call vs pieces",
+        rope.backend(),
+        rope.layout(),
+        rope.head_dim()
+    );
+}
+
 /// How many values differ in their bits (f16/bf16 widen to f32 exactly, bits and all).
 fn differing<T: Element>(a: &[T], b: &[T]) -> usize {
     let bits = |v: &T| v.to_f32().to_bits();

@@ -36,10 +36,13 @@
 //!   skew settled once and, for a single view, only its pointers advanced per token: inside
 //!   the general loop below, the per-token work stalled the head loops around it (`cargo
 //!   bench --bench bare`, posenc against the same head loop written bare).
-//!   That won for f32 sources in both layouts, decode included, and for 16-bit sources where
-//!   the table takes at most half the registers (AVX-512); with AVX2's 16 registers, 16-bit
-//!   rotate_half (a table of 16) measured worse than two heads per pass, and calls past the
-//!   caches worse than one head per pass, so those keep the passes below.
+//!   That won for f32 sources in cache in both layouts, decode included; past the caches
+//!   one f32 head per pass won. For 16-bit sources it won at every size where the table takes
+//!   at most half the registers (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench
+//!   ratio`, the 4096-token bf16 and f16 rows, whose widening and rounding keep them from
+//!   being bound by memory alone); with AVX2's 16 registers, 16-bit rotate_half at head_dim
+//!   128 (a table of 16) measured worse than two heads per pass. The rest keep the passes
+//!   below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens, and gained nothing at 64 on AVX2:

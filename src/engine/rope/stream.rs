@@ -11,11 +11,11 @@ use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::Simd;
 
 /// Up to this many bytes per call, a call counts as in cache: the table stays in registers
-/// across heads, and rotate_half with an f32 source rotates two heads per pass where it does
-/// not; beyond it, one head per pass from a table in memory (see the module docs). Between
-/// the largest call where the in-cache paths won (512 tokens × 32 heads × 128, f32: 8 MiB)
-/// and the smallest where one head per pass won (1024 tokens: 16 MiB) in `cargo bench
-/// --bench ratio` on both x86 tiers.
+/// across heads (16-bit sources keep it there at any size), and rotate_half with an f32
+/// source rotates two heads per pass where it does not; beyond it, one head per pass from a
+/// table in memory (see the module docs). Between the largest call where the in-cache paths
+/// won (512 tokens × 32 heads × 128, f32: 8 MiB) and the smallest where one head per pass won
+/// (1024 tokens: 16 MiB) in `cargo bench --bench ratio` on both x86 tiers.
 pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
@@ -41,15 +41,15 @@ impl<S: Simd> Run<'_, S> {
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
         // Vectors of the table held in registers across the heads of a token (0: none), for
-        // the calls where that won (see the module docs): an f32 source's, or a 16-bit
-        // source's when the table (`2·nv` registers) leaves half the register file to the
-        // conversions.
+        // the calls where that won (see the module docs): an f32 source's in cache, or a
+        // 16-bit source's at any size when the table (`2·nv` registers) leaves half the
+        // register file to the conversions.
         let nv = (if IL { 2 * self.half } else { self.half }) / S::LANES;
-        let resident = if WHOLE && in_cache && (I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS) {
-            nv
-        } else {
-            0
+        let fits = match I::DTYPE {
+            Dtype::F32 => in_cache,
+            Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
         };
+        let resident = if WHOLE && fits { nv } else { 0 };
         // Two heads per pass share each table load: a single token's, and rotate_half's
         // streaming (see the module docs).
         let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
