@@ -4,7 +4,7 @@
 
 use super::heads::skewable;
 use super::norm::scale;
-use super::run::{Pre, Run, alternate};
+use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
 use crate::engine::angles::Tab;
 use crate::engine::job::{NormKind, Target};
@@ -195,57 +195,81 @@ impl<S: Simd> Run<'_, S> {
                         && half_skewed::<S>(sbase.addr(), [sv.token_stride, shs])
                         && half_skewed::<S>(dbase.addr(), [dv.token_stride, dhs]);
                     let pre = self.no_pre();
+                    let heads = Heads {
+                        p: sbase,
+                        q: dbase,
+                        ps: shs,
+                        qs: dhs,
+                        n: nh,
+                    };
                     let mut h = 0;
                     // Grouped heads: not on the reference tier (see `Simd::REFERENCE`; a
                     // constant, so its kernel does not contain them).
-                    if !S::REFERENCE {
-                        if single {
-                            while h + 4 <= nh {
-                                let (p, q) =
-                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                                // SAFETY: (this call and the two below) heads `h .. h + H ≤
-                                // n_heads` of token `t` are windows proven in bounds in both
-                                // buffers, and `rotate` stays inside pairs `j0 .. j0 + n ≤ half` of
-                                // each; `cur` holds the item's table.
-                                unsafe {
-                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 4>(
-                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
-                                    )
-                                };
-                                self.advance::<I, IL, ONCE>(&mut next);
-                                h += 4;
-                            }
+                    // SAFETY: (each call) heads `0 .. n_heads` of token `t` are windows proven
+                    // in bounds in both buffers, pairs `j0 .. j0 + n ≤ half`; `cur` holds the
+                    // item's table; `skewed` as tested above.
+                    unsafe {
+                        if !S::REFERENCE && single {
+                            h = self.groups::<I, O, IL, ONCE, WHOLE, 4>(
+                                heads, h, j0, n, cur, pre, skewed, &mut next,
+                            );
                         }
-                        if pair_heads {
-                            while h + 2 <= nh {
-                                let (p, q) =
-                                    (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                                // SAFETY: as above.
-                                unsafe {
-                                    self.rotate::<I, O, IL, ONCE, WHOLE, false, 2>(
-                                        p, q, shs, dhs, j0, n, cur, pre, skewed,
-                                    )
-                                };
-                                self.advance::<I, IL, ONCE>(&mut next);
-                                h += 2;
-                            }
+                        if !S::REFERENCE && pair_heads {
+                            h = self.groups::<I, O, IL, ONCE, WHOLE, 2>(
+                                heads, h, j0, n, cur, pre, skewed, &mut next,
+                            );
                         }
-                    }
-                    while h < nh {
-                        let (p, q) = (sbase.wrapping_add(h * shs), dbase.wrapping_add(h * dhs));
-                        // SAFETY: as above.
-                        unsafe {
-                            self.rotate::<I, O, IL, ONCE, WHOLE, false, 1>(
-                                p, q, shs, dhs, j0, n, cur, pre, skewed,
-                            )
-                        };
-                        self.advance::<I, IL, ONCE>(&mut next);
-                        h += 1;
+                        self.groups::<I, O, IL, ONCE, WHOLE, 1>(
+                            heads, h, j0, n, cur, pre, skewed, &mut next,
+                        );
                     }
                 }
             }
             self.complete::<I, IL, ONCE>(&mut next);
         }
+    }
+
+    /// Heads `h ..` of `heads` in groups of `H` (one [`Run::rotate`] each, sharing its table
+    /// loads), while a whole group is left, computing a block of `next` after each group;
+    /// returns the first head not rotated.
+    ///
+    /// # Safety
+    /// As [`Run::rotate`] for every head of `heads` (windows at `p + i·ps`, `q + i·qs`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn groups<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const WHOLE: bool,
+        const H: usize,
+    >(
+        &self,
+        heads: Heads<I, O>,
+        mut h: usize,
+        j0: usize,
+        n: usize,
+        cur: &Tab,
+        pre: Pre<S::F>,
+        skewed: bool,
+        next: &mut Pending<'_>,
+    ) -> usize {
+        while h + H <= heads.n {
+            let (p, q) = (
+                heads.p.wrapping_add(h * heads.ps),
+                heads.q.wrapping_add(h * heads.qs),
+            );
+            // SAFETY: heads `h .. h + H ≤ n` are windows of the caller's precondition.
+            unsafe {
+                self.rotate::<I, O, IL, ONCE, WHOLE, false, H>(
+                    p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed,
+                )
+            };
+            self.advance::<I, IL, ONCE>(next);
+            h += H;
+        }
+        h
     }
 
     /// [`Run::stream`] for the calls whose table stays in registers across a token's heads
@@ -435,4 +459,15 @@ impl<S: Simd> Run<'_, S> {
 fn half_skewed<S: Simd>(at: usize, strides: [usize; 2]) -> bool {
     let v = S::LANES * size_of::<f32>();
     at % v == v / 2 && strides.iter().all(|s| s.is_multiple_of(S::LANES))
+}
+
+/// The rotary windows of one view's heads for one token: head `h` at `p + h·ps` (source) and
+/// `q + h·qs` (destination), `n` heads.
+#[derive(Clone, Copy)]
+struct Heads<I, O> {
+    p: *const I,
+    q: *mut O,
+    ps: usize,
+    qs: usize,
+    n: usize,
 }
