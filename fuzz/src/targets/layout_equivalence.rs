@@ -13,14 +13,19 @@
 //!   values the apply path uses");
 //! * channels past `rotary_dim` are untouched;
 //! * every backend agrees with `Backend::Scalar`: bitwise where `matches_scalar_bitwise`, else
-//!   within the documented rotation bound (see [`agreement`]); cos/sin tables bitwise always.
+//!   within the documented rotation bound (see [`agreement`]); cos/sin tables bitwise always;
+//! * the fused ops are the same math in both layouts too, bit for bit: `apply_backward`, and
+//!   `apply_into` from the rows into a token-major f32 and bf16 destination (the source
+//!   permuted, the destination permuted back). (QK-norm is left out: permuting a head reorders
+//!   its sum of squares, which the contract leaves free, so the norm factor may differ in
+//!   its last bit between the layouts.)
 
 use crate::{
     DtypeSel, FloatParam, Fz, PosSel, assert_bits_eq, assert_same, assert_tail_untouched, gen_vec,
     max_freq, position_limit, positions_within, to_interleaved, to_rotate_half,
 };
 use arbitrary::Arbitrary;
-use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, bf16, f16};
+use posenc::{Backend, Dtype, Layout, Rope, RopeConfig, Scaling, View, bf16, f16};
 
 #[derive(Arbitrary, Debug)]
 enum BaseSel {
@@ -154,6 +159,29 @@ struct Case<'a> {
     rand_sin: &'a [f32],
 }
 
+/// `apply_into` from `x0` into a token-major destination of `D` (every head of every token,
+/// zeros before the call) in both layouts, the rotate_half source permuted and its destination
+/// permuted back: asserts the two are bitwise equal.
+fn into_both_layouts<T: Fz, D: Fz>(
+    x0: &[T],
+    case: &Case<'_>,
+    what: &str,
+    rope: impl Fn(Layout) -> Rope,
+) {
+    let (hd, rd, nh) = (case.head_dim, case.rotary_dim, case.n_heads);
+    let view = View::token_major(nh, hd);
+    let run = |src: &[T], layout: Layout| {
+        let mut dst = vec![D::from_f32(0.0); src.len()];
+        rope(layout)
+            .apply_into(src, nh, &mut dst, view, case.positions)
+            .expect("valid apply_into refused");
+        dst
+    };
+    let il = run(x0, Layout::Interleaved);
+    let rh = run(&to_rotate_half(x0, hd, rd), Layout::RotateHalf);
+    assert_same(&il, &to_interleaved(&rh, hd, rd), what);
+}
+
 /// Runs `f` on the interleaved rows and on their rotate_half permutation (permuted back), and
 /// asserts the two are bitwise equal. Returns the interleaved result.
 fn both_layouts<T: Fz>(
@@ -196,6 +224,14 @@ fn run_backend<T: Fz>(
             .apply_inverse(x, n_heads, pos)
             .expect("valid apply_inverse refused")
     });
+
+    both_layouts(x0, case, &format!("{name}: apply_backward"), |x, l| {
+        rope(l)
+            .apply_backward(x, n_heads, pos)
+            .expect("valid apply_backward refused")
+    });
+    into_both_layouts::<T, f32>(x0, case, &format!("{name}: apply_into f32"), rope);
+    into_both_layouts::<T, bf16>(x0, case, &format!("{name}: apply_into bf16"), rope);
 
     let n = pos.len() * case.rotary_dim / 2;
     let (mut cos, mut sin) = (vec![0f32; n], vec![0f32; n]);
