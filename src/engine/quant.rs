@@ -153,8 +153,7 @@ fn fits_i32(v: f32) -> bool {
     abs(v) < 2_147_483_648.0 || v == -2_147_483_648.0
 }
 
-/// `v` truncated toward zero, when `ok` says [`fits_i32`] holds for it (otherwise 0, which the
-/// callers discard). A plain truncation (`cvttps2dq`), not Rust's saturating `as`, whose
+/// `v` truncated toward zero, when `ok` says [`fits_i32`] holds for it (otherwise 0). A plain truncation (`cvttps2dq`), not Rust's saturating `as`, whose
 /// extra clamps per value are redundant after `fits_i32`; the difference is settled by
 /// `cargo bench -p posenc-benches --bench quant`.
 #[inline(always)]
@@ -175,18 +174,34 @@ fn to_i8_x86(v: f32) -> i8 {
     t as i8
 }
 
+/// The float just below ½ (`0.5 − 2^-25`).
+const BELOW_HALF: f32 = 0.499_999_97;
+
 /// An i32 whose low byte is C's `(int8_t)roundf(v)` (half away from zero), as
 /// [`to_i8_x86`] converts it.
+///
+/// `roundf(v)` is the truncation of `v + copysign(BELOW_HALF, v)` rounded to nearest even,
+/// for every `v` the conversion is defined for: one sign, one add and one truncation per
+/// vector, where truncating first and correcting by the fraction took six (`cargo bench
+/// --bench quant`, the quantize pass). Why it holds, for `v ≥ 0` (`−v` mirrors it), with `k`
+/// the integer part of `v`, `f` its fraction and `u` the spacing of the floats at `v`:
+/// ```text
+/// v ≥ 2^23      v is an integer and BELOW_HALF < u/2: the sum rounds back to v
+/// f ≥ ½, v ≥ 1  the sum is ≥ k + 1 − 2^-25; floats below k + 1 are ≥ 2^-23 apart,
+///               so it rounds to ≥ k + 1 (and stays < k + 2)
+/// v ∈ [½, 1)    the sum is ≥ 1 − 2^-25: above 1, or exactly ½ + BELOW_HALF, the tie
+///               between 1 − 2^-24 and 1, which goes to the even 1
+/// f < ½, v ≥ 1  f ≤ ½ − u (a multiple of u), so the sum is ≤ k + 1 − u − 2^-25: below
+///               the float k + 1 − u, so it rounds to at most that
+/// v < ½         the sum is ≤ (½ − 2^-25) + BELOW_HALF = 1 − 2^-24, a float below 1
+/// ```
+/// (`tests`: every float of magnitude below 256 against `f32::round`.)
 #[inline(always)]
 fn round_i8_wide(v: f32) -> i32 {
-    let ok = fits_i32(v);
-    let t = trunc_i32(v, ok);
-    let frac = v - t as f32; // exact for |v| < 2^31: t and v share their binade or t = v
-    let r = t
-        .wrapping_add(i32::from(frac >= 0.5))
-        .wrapping_sub(i32::from(frac <= -0.5));
+    let r = v + BELOW_HALF.copysign(v);
     // NaN, ±inf, huge: roundf leaves them as they are, and their conversion's low byte is 0.
-    if ok { r } else { 0 }
+    // (`r` fits exactly when `v` does: it is `v` itself from 2^23 up.)
+    trunc_i32(r, fits_i32(r))
 }
 
 /// `1 / d`, or 0 when `d` is zero (C's `d ? 1.0f/d : 0.0f`: NaN counts as non-zero).
@@ -373,6 +388,64 @@ impl<B: Block> Kernel for Quantize<'_, B> {
         {
             let x: &[f32; BLOCK] = x.try_into().expect("chunks of BLOCK");
             *o = B::quantize(x);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C's `(int8_t)roundf(v)` as ggml's x86 builds compute it.
+    fn reference(v: f32) -> i8 {
+        to_i8_x86(libm::roundf(v))
+    }
+
+    fn check(bits: u32) {
+        for v in [f32::from_bits(bits), -f32::from_bits(bits)] {
+            assert_eq!(
+                round_i8_wide(v) as i8,
+                reference(v),
+                "{v:e} ({:#x})",
+                v.to_bits()
+            );
+        }
+    }
+
+    /// Every float of magnitude in [2^-2, 2^8) (the codes a block's values take, and every
+    /// case of the proof at each of those binades), a stride through the rest, the specials.
+    #[test]
+    #[cfg_attr(miri, ignore = "2^27 values")]
+    fn rounding_is_roundf() {
+        for bits in 0x3E80_0000..0x4380_0000u32 {
+            check(bits);
+        }
+        for bits in (0..0x3E80_0000u32).step_by(997) {
+            check(bits);
+        }
+        for bits in (0x4380_0000..=0x7FFF_FFFFu32).step_by(1009) {
+            check(bits);
+        }
+        for v in [
+            0.0f32,
+            0.5,
+            1.5,
+            2.5,
+            8_388_607.5,
+            2_147_483_520.0,
+            2_147_483_648.0,
+        ] {
+            check(v.to_bits());
+        }
+        for bits in [
+            0x7F80_0000u32,
+            0x7FC0_0000,
+            0x7F80_0001,
+            1,
+            0x3EFF_FFFF,
+            0x3F00_0001,
+        ] {
+            check(bits);
         }
     }
 }
