@@ -134,8 +134,8 @@ impl Rng {
 }
 
 /// Values with blocks of every special kind mixed in: NaN first / middle / last, ±inf, all
-/// zeros (with −0), a ±max tie, tiny (subnormal-scale) blocks, and plain random blocks of
-/// varied magnitude.
+/// zeros (with −0), a ±max tie, tiny (subnormal-scale) blocks, blocks whose scale overflows
+/// f16, and plain random blocks of varied magnitude.
 fn values(n_blocks: usize, seed: u64) -> Vec<f32> {
     let mut r = Rng(seed | 1);
     let mut x = Vec::with_capacity(n_blocks * 32);
@@ -145,7 +145,9 @@ fn values(n_blocks: usize, seed: u64) -> Vec<f32> {
         match b % 11 {
             1 => blk[0] = f32::NAN,
             2 => blk[17] = f32::NAN,
-            3 => blk[31] = -f32::NAN,
+            // A NaN with payload, last: ggml's maximum keeps it, and its scale's f16 is
+            // ggml's 0x7E00, not the payload a conversion instruction would keep.
+            3 => blk[31] = f32::from_bits(0xFFFF_E000),
             4 => blk[5] = f32::INFINITY,
             5 => blk[9] = f32::NEG_INFINITY,
             6 => {
@@ -158,6 +160,8 @@ fn values(n_blocks: usize, seed: u64) -> Vec<f32> {
             }
             8 => blk.iter_mut().for_each(|v| *v *= 1e-39),
             9 => blk.iter_mut().for_each(|v| *v *= 1e-30),
+            // A scale past f16's range (its f16 is infinity).
+            10 => blk.iter_mut().for_each(|v| *v *= 1e7),
             _ => {}
         }
         x.extend(blk);

@@ -27,7 +27,7 @@
 //! blocks holding a NaN or an infinity, or whose scale is so small (below 2^-128) that `1 / d`
 //! overflows.
 
-use super::vector::{Kernel, Simd};
+use super::vector::{Kernel, MAX_LANES, Simd};
 
 /// Values per block (`QK8_0 = QK4_0 = 32`).
 pub const BLOCK: usize = 32;
@@ -82,13 +82,14 @@ pub(crate) trait Block: Copy {
     fn peak(x: &[f32; BLOCK]) -> f32;
     /// The divisor: `d = peak / DIVISOR`.
     const DIVISOR: f32;
-    /// The block of `x` with the f32 scale `d` and `id = inverse(d)`.
-    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> Self;
+    /// The block of `x` with the scale `d` (the bits of its f16, [`f32_to_f16_bits`]) and
+    /// `id = inverse(d)` (of the f32 scale).
+    fn encode(x: &[f32; BLOCK], d: u16, id: f32) -> Self;
     /// ggml's reference quantization of `x`.
     #[inline(always)]
     fn quantize(x: &[f32; BLOCK]) -> Self {
         let d = Self::peak(x) / Self::DIVISOR;
-        Self::encode(x, d, inverse(d))
+        Self::encode(x, f32_to_f16_bits(d), inverse(d))
     }
 }
 
@@ -235,7 +236,7 @@ impl Block for BlockQ8_0 {
     const DIVISOR: f32 = 127.0;
 
     #[inline(always)]
-    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> BlockQ8_0 {
+    fn encode(x: &[f32; BLOCK], d: u16, id: f32) -> BlockQ8_0 {
         // Two loops, the rounding in i32 lanes and then the low bytes: written as one, the
         // loop narrowed each value with a byte insert, and measured slower in `cargo bench
         // --bench quant`. (Q4_0's nibbles split the same way measured slower.)
@@ -249,10 +250,7 @@ impl Block for BlockQ8_0 {
         for (q, &w) in qs.iter_mut().zip(&wide) {
             *q = w as i8;
         }
-        BlockQ8_0 {
-            d: f32_to_f16_bits(d),
-            qs,
-        }
+        BlockQ8_0 { d, qs }
     }
 }
 
@@ -296,16 +294,13 @@ impl Block for BlockQ4_0 {
     const DIVISOR: f32 = -8.0;
 
     #[inline(always)]
-    fn encode(x: &[f32; BLOCK], d: f32, id: f32) -> BlockQ4_0 {
+    fn encode(x: &[f32; BLOCK], d: u16, id: f32) -> BlockQ4_0 {
         let mut qs = [0u8; BLOCK / 2];
         let (lo, hi) = x.split_at(BLOCK / 2);
         for ((q, &a), &b) in qs.iter_mut().zip(lo).zip(hi) {
             *q = nibble(a * id) | (nibble(b * id) << 4);
         }
-        BlockQ4_0 {
-            d: f32_to_f16_bits(d),
-            qs,
-        }
+        BlockQ4_0 { d, qs }
     }
 }
 
@@ -321,6 +316,31 @@ fn block(x: &[f32], i: usize) -> &[f32; BLOCK] {
 #[inline(always)]
 fn nibble(x0: f32) -> u8 {
     i32::from(to_i8_x86(x0 + 8.5)).min(15) as u8
+}
+
+/// [`f32_to_f16_bits`] of every scale of a group, as vectors: the tier's f16 store
+/// (`vcvtps2ph`, `fcvtn`) rounds as `half` does, where `half`'s own conversion went through
+/// integer code one scale at a time (`cargo bench --bench quant`, the quantize pass); a NaN
+/// scale then takes ggml's `0x7E00` with its sign, as in [`f32_to_f16_bits`].
+#[inline(always)]
+fn scale_bits<S: Simd, const N: usize>(s: S, d: &[f32; N]) -> [u16; N] {
+    const { assert!(N <= MAX_LANES) };
+    // Room for whole vectors from every multiple of `LANES` below `N`.
+    let mut f = [0.0f32; 2 * MAX_LANES];
+    f[..N].copy_from_slice(d);
+    let mut h = [half::f16::ZERO; 2 * MAX_LANES];
+    for c in (0..N).step_by(S::LANES) {
+        s.store(s.load::<f32>(&f[c..]), &mut h[c..]);
+    }
+    let mut bits = [0u16; N];
+    for ((b, h), &d) in bits.iter_mut().zip(h).zip(d) {
+        *b = if d.is_nan() {
+            f32_to_f16_bits(d)
+        } else {
+            h.to_bits()
+        };
+    }
+    bits
 }
 
 /// Dequantizes `blocks` into `out` (`32 · blocks.len()` values; checked by the caller).
@@ -353,12 +373,13 @@ impl<B: Block> Kernel for Quantize<'_, B> {
     /// ```text
     /// for each group of GROUP blocks:
     ///     peak of every block; d = peak / DIVISOR and id = 1 / d for all (vector divisions)
+    ///     the f16 of every d (one vector conversion)
     ///     encode every block with its d and id
     /// ```
     /// A block alone is one chain (peak → d → id → codes) that the CPU cannot overlap with the
     /// next block's: its loop is too long. Grouped, the divisions of the group run together.
     #[inline(always)]
-    fn run<S: Simd>(self, _s: S) {
+    fn run<S: Simd>(self, s: S) {
         const GROUP: usize = 8;
         let mut outs = self.out.chunks_exact_mut(GROUP);
         let mut xs = self.x.chunks_exact(GROUP * BLOCK);
@@ -376,9 +397,10 @@ impl<B: Block> Kernel for Quantize<'_, B> {
                 *d /= B::DIVISOR;
                 *id = inverse(*d);
             }
+            let bits = scale_bits(s, &d);
             for (i, o) in o.iter_mut().enumerate() {
                 let i = core::hint::black_box(i); // (as for the peaks)
-                *o = B::encode(block(x, i), d[i], id[i]);
+                *o = B::encode(block(x, i), bits[i], id[i]);
             }
         }
         for (o, x) in outs
