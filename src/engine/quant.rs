@@ -154,9 +154,10 @@ fn fits_i32(v: f32) -> bool {
     abs(v) < 2_147_483_648.0 || v == -2_147_483_648.0
 }
 
-/// `v` truncated toward zero, when `ok` says [`fits_i32`] holds for it (otherwise 0). A plain truncation (`cvttps2dq`), not Rust's saturating `as`, whose
-/// extra clamps per value are redundant after `fits_i32`; the difference is settled by
-/// `cargo bench -p posenc-benches --bench quant`.
+/// `v` truncated toward zero, when `ok` says [`fits_i32`] holds for it (otherwise 0). A plain
+/// truncation (`cvttps2dq`), not Rust's saturating `as`, whose extra clamps per value are
+/// redundant after `fits_i32`; the difference is settled by `cargo bench -p posenc-benches
+/// --bench quant`.
 #[inline(always)]
 fn trunc_i32(v: f32, ok: bool) -> i32 {
     let v = if ok { v } else { 0.0 };
@@ -175,8 +176,8 @@ fn to_i8_x86(v: f32) -> i8 {
     t as i8
 }
 
-/// The float just below ½ (`0.5 − 2^-25`).
-const BELOW_HALF: f32 = 0.499_999_97;
+/// The float just below ½: `0.5 − 2^-25`.
+const BELOW_HALF: f32 = f32::from_bits(0x3EFF_FFFF);
 
 /// An i32 whose low byte is C's `(int8_t)roundf(v)` (half away from zero), as
 /// [`to_i8_x86`] converts it.
@@ -196,7 +197,8 @@ const BELOW_HALF: f32 = 0.499_999_97;
 ///               the float k + 1 − u, so it rounds to at most that
 /// v < ½         the sum is ≤ (½ − 2^-25) + BELOW_HALF = 1 − 2^-24, a float below 1
 /// ```
-/// (`tests`: every float of magnitude below 256 against `f32::round`.)
+/// (`tests::rounding_is_roundf`: every float of magnitude in [1/4, 256), and a stride through
+/// the others, against `libm::roundf`.)
 #[inline(always)]
 fn round_i8_wide(v: f32) -> i32 {
     let r = v + BELOW_HALF.copysign(v);
