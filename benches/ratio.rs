@@ -31,6 +31,8 @@
 //! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
 //! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
 
+mod common;
+
 use posenc::bench::memory_ceiling_pass;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use std::hint::black_box;
@@ -367,31 +369,6 @@ impl SinFloor {
 
 /// Returns (plain write, fill, floor) in µs for a 4096 × 512 table; the floor (0 without one)
 /// is timed in the same rounds as the write and the fill.
-/// `out.fill(v)` compiled for the widest vectors this CPU has (as the RoPE ceilings are):
-/// the sinusoidal fill's ceiling.
-fn plain_write<T: Copy>(out: &mut [T], v: T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512<T: Copy>(out: &mut [T], v: T) {
-            out.fill(v)
-        }
-        #[target_feature(enable = "avx2")]
-        fn avx2<T: Copy>(out: &mut [T], v: T) {
-            out.fill(v)
-        }
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { avx512(out, v) };
-        }
-        if is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { avx2(out, v) };
-        }
-    }
-    out.fill(v)
-}
-
 fn run_sin<T: Element>(
     layout: SinusoidalLayout,
     mut floor: Option<&mut SinFloor>,
@@ -406,7 +383,7 @@ fn run_sin<T: Element>(
     let v = T::from_f32(0.5);
     let (mut tw, mut tf, mut tl) = (vec![], vec![], vec![0.0]);
     for _ in 0..41 {
-        let mut write = || plain_write(black_box(&mut out[..]), v);
+        let mut write = || common::fill(&mut out[..], v);
         tw.push(time(&mut write, 4));
         let mut fill = || pe.fill(black_box(&mut out[..]), black_box(0)).unwrap();
         tf.push(time(&mut fill, 4));

@@ -1,5 +1,5 @@
-//! Shared by `benches/rope.rs` and `benches/sinusoidal.rs`: the criterion configuration, the
-//! list of backends, deterministic inputs and the memory-ceiling kernels.
+//! Shared by the benches (`rope.rs`, `sinusoidal.rs`, `quant.rs`, `ratio.rs`): the criterion
+//! configuration, the list of backends, deterministic inputs and the memory-ceiling kernels.
 //!
 //! (A directory module, not `benches/common.rs`, so Cargo does not discover it as a bench.)
 #![allow(dead_code)] // each bench uses a different subset
