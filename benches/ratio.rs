@@ -18,12 +18,14 @@
 //! buffer as the RoPE calls they are set against.
 //!
 //! Printed: ns per token-head, ratio = ceiling time / RoPE time (1.0 = the speed of moving the
-//! bytes), and the 16-bit time over f32's for the same elements. For f32, a second table sets
-//! RoPE against the **arithmetic floor**: an in-place pass over the same bytes doing RoPE's
-//! arithmetic per value under posenc's rounding (one multiply, one fused multiply-add, as
-//! `a·c − b·s` is) and nothing else, timed in the same rounds. Where the floor's own ratio is
-//! below 1, the CPU's floating-point units, not its memory, bound any rotation with that
-//! arithmetic, and the floor's ratio is the most RoPE can reach there. Then the sinusoidal fill of a
+//! bytes), and the 16-bit time over f32's for the same elements. A second table sets RoPE
+//! against the **arithmetic floor**: an in-place pass over the same bytes doing RoPE's
+//! arithmetic per value (one multiply, one fused multiply-add, as `a·c − b·s` is) and nothing
+//! else, timed in the same rounds; for 16-bit also the widening and narrowing, by the cheapest
+//! instructions whatever their rounding (`floor16`). Where the floor's own ratio is below 1,
+//! the CPU's execution units, not its memory, bound any rotation with that arithmetic, and the
+//! floor's ratio is the most RoPE can reach there; where a 16-bit floor takes longer than f32's
+//! rotation from a table, no 16-bit rotation can be as fast as f32's. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`), and against the
 //! fill's own arithmetic with no memory traffic (`sinfloor`): where that floor is slower than the
 //! write, the method, not memory, bounds the fill.
@@ -133,6 +135,140 @@ mod floor32 {
             }
         }
         body(x, m, a, b)
+    }
+}
+
+/// The 16-bit arithmetic floor: in place, per value, a widening to f32 by the cheapest
+/// instructions of the timed backend's lanes, RoPE's `(x·m)·a + b` (a multiply, then a fused
+/// multiply-add, as `floor32`), and a narrowing by the cheapest instructions whatever their
+/// rounding. f16 widens and narrows with F16C's `vcvtph2ps` / `vcvtps2ph`, the only f16
+/// conversions these CPUs have; bf16 widens a 32-bit word's two values in place (a shift, a
+/// mask) and narrows by truncation (a shift and a blend of 16-bit halves: no rounding at all,
+/// so cheaper than the round-to-nearest-even the contract requires, and it leaves values in
+/// even/odd order, which a floor need not undo). Any 16-bit rotation under posenc's contract
+/// (computed in f32, rounded once) does at least this per value: bytes ceiling ÷ floor is the
+/// most it can reach.
+mod floor16 {
+    use posenc::{bf16, f16};
+
+    /// f16 (else bf16).
+    #[inline(always)]
+    fn body(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
+        for v in x.iter_mut() {
+            let w = if is_f16 {
+                f16::from_bits(*v).to_f32()
+            } else {
+                bf16::from_bits(*v).to_f32()
+            };
+            let y = (w * m).mul_add(a, b);
+            *v = if is_f16 {
+                f16::from_f32(y).to_bits()
+            } else {
+                (y.to_bits() >> 16) as u16
+            };
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod x86 {
+        use std::arch::x86_64::*;
+
+        /// 32 values per step; the tail (fewer than 32) by `super::body`.
+        #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
+        pub(super) fn avx512(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
+            let (vm, va, vb) = (_mm512_set1_ps(m), _mm512_set1_ps(a), _mm512_set1_ps(b));
+            let f = |v: __m512| _mm512_fmadd_ps(_mm512_mul_ps(v, vm), va, vb);
+            let mut chunks = x.chunks_exact_mut(32);
+            for c in &mut chunks {
+                let p = c.as_mut_ptr();
+                // SAFETY: `c` is 32 u16 (64 bytes), read and written through unaligned
+                // accesses of 32 and 64 bytes inside it.
+                unsafe {
+                    if is_f16 {
+                        let lo = _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()));
+                        let hi = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(16).cast()));
+                        let (lo, hi) = (f(lo), f(hi));
+                        _mm256_storeu_si256(
+                            p.cast(),
+                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
+                        );
+                        _mm256_storeu_si256(
+                            p.add(16).cast(),
+                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
+                        );
+                    } else {
+                        let v = _mm512_loadu_si512(p.cast());
+                        let even = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v));
+                        let odd = _mm512_castsi512_ps(_mm512_and_si512(
+                            v,
+                            _mm512_set1_epi32(0xFFFF_0000u32 as i32),
+                        ));
+                        let (e, o) = (_mm512_castps_si512(f(even)), _mm512_castps_si512(f(odd)));
+                        let r = _mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o);
+                        _mm512_storeu_si512(p.cast(), r);
+                    }
+                }
+            }
+            super::body(chunks.into_remainder(), is_f16, m, a, b);
+        }
+
+        /// 16 values per step; the tail (fewer than 16) by `super::body`.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn avx2(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
+            let (vm, va, vb) = (_mm256_set1_ps(m), _mm256_set1_ps(a), _mm256_set1_ps(b));
+            let f = |v: __m256| _mm256_fmadd_ps(_mm256_mul_ps(v, vm), va, vb);
+            let mut chunks = x.chunks_exact_mut(16);
+            for c in &mut chunks {
+                let p = c.as_mut_ptr();
+                // SAFETY: `c` is 16 u16 (32 bytes), read and written through unaligned
+                // accesses of 16 and 32 bytes inside it.
+                unsafe {
+                    if is_f16 {
+                        let lo = _mm256_cvtph_ps(_mm_loadu_si128(p.cast()));
+                        let hi = _mm256_cvtph_ps(_mm_loadu_si128(p.add(8).cast()));
+                        let (lo, hi) = (f(lo), f(hi));
+                        _mm_storeu_si128(
+                            p.cast(),
+                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
+                        );
+                        _mm_storeu_si128(
+                            p.add(8).cast(),
+                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
+                        );
+                    } else {
+                        let v = _mm256_loadu_si256(p.cast());
+                        let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
+                        let odd = _mm256_castsi256_ps(_mm256_and_si256(
+                            v,
+                            _mm256_set1_epi32(0xFFFF_0000u32 as i32),
+                        ));
+                        let (e, o) = (_mm256_castps_si256(f(even)), _mm256_castps_si256(f(odd)));
+                        let r = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o);
+                        _mm256_storeu_si256(p.cast(), r);
+                    }
+                }
+            }
+            super::body(chunks.into_remainder(), is_f16, m, a, b);
+        }
+    }
+
+    /// The pass over `x` (f16 bits if `is_f16`, else bf16 bits) with the timed backend's lanes.
+    pub fn pass(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use posenc::Backend;
+            use std::arch::is_x86_feature_detected as has;
+            let base = has!("avx2") && has!("fma") && has!("f16c");
+            if super::backend() == Backend::Avx512 && base && has!("avx512f") && has!("avx512bw") {
+                // SAFETY: the CPU has every feature `avx512` enables, checked above.
+                return unsafe { x86::avx512(x, is_f16, m, a, b) };
+            }
+            if matches!(super::backend(), Backend::Avx512 | Backend::Avx2) && base {
+                // SAFETY: the CPU has every feature `avx2` enables, checked above.
+                return unsafe { x86::avx2(x, is_f16, m, a, b) };
+            }
+        }
+        body(x, is_f16, m, a, b)
     }
 }
 
@@ -258,7 +394,7 @@ struct Times {
     table: f64,
     bytes: f64,
     converting: f64,
-    /// f32 only: the arithmetic floor (`floor32`).
+    /// The arithmetic floor (`floor32`, `floor16`).
     floor: f64,
 }
 
@@ -317,6 +453,16 @@ fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
             let (m, a, b) = black_box((-1.0f32, -1.0f32, 3.0f32));
             let mut floor = || floor32::pass(black_box(&mut x32[..]), m, a, b);
             tf.push(time(&mut floor, reps));
+        } else {
+            // SAFETY: `T` is a 16-bit element (plain bits, any pattern valid as u16 and
+            // back), so the buffer is `x.len()` u16 values; `x` is borrowed mutably for the
+            // whole pass.
+            let bits =
+                unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<u16>(), x.len()) };
+            let is_f16 = T::DTYPE == posenc::Dtype::F16;
+            let (m, a, b) = black_box((-1.0f32, -1.0f32, 3.0f32));
+            let mut floor = || floor16::pass(black_box(&mut bits[..]), is_f16, m, a, b);
+            tf.push(time(&mut floor, reps));
         }
     }
     let per = 1e9 / (tokens * 32) as f64;
@@ -325,11 +471,7 @@ fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
         table: median(tt) * per,
         bytes: median(tb) * per,
         converting: median(tc) * per,
-        floor: if tf.is_empty() {
-            f64::NAN
-        } else {
-            median(tf) * per
-        },
+        floor: median(tf) * per,
     }
 }
 
@@ -433,9 +575,12 @@ fn main() {
                     run::<f16>(tokens, layout, MALLOC),
                 ),
             ];
-            let f32_apply = rows[0].1.apply;
-            let t = &rows[0].1;
-            floors.push((tokens, name, t.floor, t.bytes, t.apply, t.table));
+            let (f32_apply, f32_table) = (rows[0].1.apply, rows[0].1.table);
+            for (dtype, t, _) in &rows {
+                floors.push((
+                    tokens, name, *dtype, t.floor, t.bytes, t.apply, t.table, f32_table,
+                ));
+            }
             for (dtype, t, m) in rows {
                 println!(
                     "| {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} | {:.2} | {} | {:.2} | {:.2} / {:.2} |",
@@ -458,17 +603,24 @@ fn main() {
     }
     println!();
     println!(
-        "f32 against the arithmetic floor (RoPE's multiply and multiply-add per value, the same \
-         bytes, nothing else); ratio = bytes-ceiling time / time"
+        "against the arithmetic floor (RoPE's multiply and multiply-add per value on the same \
+         bytes; 16-bit: widened and narrowed by the cheapest instructions, bf16 truncated); \
+         floor ratio = bytes-ceiling time / floor time, the most a rotation can reach; \
+         floor / f32 table > 1: no 16-bit rotation can be as fast as f32's (both apply paths add \
+         the same angles to it)"
     );
-    println!("| tokens | layout | floor ns | floor ratio | apply / floor | table / floor |");
-    println!("|---:|---|---:|---:|---:|---:|");
-    for (tokens, name, floor, bytes, apply, table) in floors {
+    println!(
+        "| tokens | layout | dtype | floor ns | floor ratio | apply / floor | table / floor \
+         | floor / f32 table |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    for (tokens, name, dtype, floor, bytes, apply, table, f32_table) in floors {
         println!(
-            "| {tokens} | {name} | {floor:.1} | {:.2} | {:.2} | {:.2} |",
+            "| {tokens} | {name} | {dtype} | {floor:.1} | {:.2} | {:.2} | {:.2} | {:.2} |",
             bytes / floor,
             floor / apply,
-            floor / table
+            floor / table,
+            floor / f32_table
         );
     }
     println!();
