@@ -8,7 +8,7 @@
 //!   for every layer but the first);
 //! * the **bytes ceiling**: one in-place pass over the same bytes with the cheapest operation
 //!   of that width and no conversion — f32 `x·a + b` (`posenc::bench::memory_ceiling_pass`), 16-bit
-//!   integers `x·3 + 1` (this file, vectorised for the widest integer lanes the CPU has);
+//!   integers `x·3 + 1` (`passes.rs`, vectorised for the widest integer lanes the CPU has);
 //! * for 16-bit, also the converting pass (`memory_ceiling_pass` on f16/bf16: widen, `x·a + b`,
 //!   round), which shows how much of the time is conversion.
 //!
@@ -34,7 +34,9 @@
 //! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
 
 mod common;
+mod passes;
 
+use passes::{bytes16, floor16, floor32, sinfloor};
 use posenc::bench::memory_ceiling_pass;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use std::hint::black_box;
@@ -51,316 +53,6 @@ fn time<F: FnMut()>(f: &mut F, reps: usize) -> f64 {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
-}
-
-/// The 16-bit bytes ceiling: `x = x·3 + 1` over 16-bit integers, in place.
-mod bytes16 {
-    #[inline(always)]
-    fn body(x: &mut [u16]) {
-        for v in x.iter_mut() {
-            *v = v.wrapping_mul(3).wrapping_add(1);
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512bw,avx512f,avx2")]
-    fn avx512(x: &mut [u16]) {
-        body(x)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn avx2(x: &mut [u16]) {
-        body(x)
-    }
-
-    /// The pass, with the widest integer lanes this CPU has (the loop auto-vectorises).
-    pub fn pass(x: &mut [u16]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512bw")
-                && super::backend() != posenc::Backend::Avx2
-            {
-                // SAFETY: the CPU has AVX-512BW (and so AVX-512F and AVX2), checked above.
-                return unsafe { avx512(x) };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked above.
-                return unsafe { avx2(x) };
-            }
-        }
-        body(x)
-    }
-}
-
-/// The f32 arithmetic floor: `x = (x·m)·a + b` (a multiply, then a fused multiply-add) in
-/// place, RoPE's floating-point work per value with none of its other work.
-mod floor32 {
-    #[inline(always)]
-    fn body(x: &mut [f32], m: f32, a: f32, b: f32) {
-        for v in x.iter_mut() {
-            *v = (*v * m).mul_add(a, b);
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    fn avx512(x: &mut [f32], m: f32, a: f32, b: f32) {
-        body(x, m, a, b)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn avx2(x: &mut [f32], m: f32, a: f32, b: f32) {
-        body(x, m, a, b)
-    }
-
-    /// The pass with the timed backend's lanes (the loop auto-vectorises; `mul_add` is one
-    /// FMA instruction where the target has FMA).
-    pub fn pass(x: &mut [f32], m: f32, a: f32, b: f32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && super::backend() == posenc::Backend::Avx512
-            {
-                // SAFETY: the CPU has AVX-512F (and AVX2 and FMA with it), checked above.
-                return unsafe { avx512(x, m, a, b) };
-            }
-            if std::arch::is_x86_feature_detected!("fma")
-                && super::backend() == posenc::Backend::Avx2
-            {
-                // SAFETY: the CPU has AVX2 and FMA (the AVX2 backend's requirements), checked
-                // above.
-                return unsafe { avx2(x, m, a, b) };
-            }
-        }
-        body(x, m, a, b)
-    }
-}
-
-/// The 16-bit arithmetic floor: in place, per value, a widening to f32 by the cheapest
-/// instructions of the timed backend's lanes, RoPE's `(x·m)·a + b` (a multiply, then a fused
-/// multiply-add, as `floor32`), and a narrowing by the cheapest instructions whatever their
-/// rounding. f16 widens and narrows with F16C's `vcvtph2ps` / `vcvtps2ph`, the only f16
-/// conversions these CPUs have; bf16 widens a 32-bit word's two values in place (a shift, a
-/// mask) and narrows by truncation (a shift and a blend of 16-bit halves: no rounding at all,
-/// so cheaper than the round-to-nearest-even the contract requires, and it leaves values in
-/// even/odd order, which a floor need not undo). Any 16-bit rotation under posenc's contract
-/// (computed in f32, rounded once) does at least this per value: bytes ceiling ÷ floor is the
-/// most it can reach.
-mod floor16 {
-    use posenc::{bf16, f16};
-
-    /// f16 (else bf16).
-    #[inline(always)]
-    fn body(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-        for v in x.iter_mut() {
-            let w = if is_f16 {
-                f16::from_bits(*v).to_f32()
-            } else {
-                bf16::from_bits(*v).to_f32()
-            };
-            let y = (w * m).mul_add(a, b);
-            *v = if is_f16 {
-                f16::from_f32(y).to_bits()
-            } else {
-                (y.to_bits() >> 16) as u16
-            };
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    mod x86 {
-        use std::arch::x86_64::*;
-
-        /// 32 values per step; the tail (fewer than 32) by `super::body`.
-        #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
-        pub(super) fn avx512(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-            let (vm, va, vb) = (_mm512_set1_ps(m), _mm512_set1_ps(a), _mm512_set1_ps(b));
-            let f = |v: __m512| _mm512_fmadd_ps(_mm512_mul_ps(v, vm), va, vb);
-            let mut chunks = x.chunks_exact_mut(32);
-            for c in &mut chunks {
-                let p = c.as_mut_ptr();
-                // SAFETY: `c` is 32 u16 (64 bytes), read and written through unaligned
-                // accesses of 32 and 64 bytes inside it.
-                unsafe {
-                    if is_f16 {
-                        let lo = _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()));
-                        let hi = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(16).cast()));
-                        let (lo, hi) = (f(lo), f(hi));
-                        _mm256_storeu_si256(
-                            p.cast(),
-                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
-                        );
-                        _mm256_storeu_si256(
-                            p.add(16).cast(),
-                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
-                        );
-                    } else {
-                        let v = _mm512_loadu_si512(p.cast());
-                        let even = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v));
-                        let odd = _mm512_castsi512_ps(_mm512_and_si512(
-                            v,
-                            _mm512_set1_epi32(0xFFFF_0000u32 as i32),
-                        ));
-                        let (e, o) = (_mm512_castps_si512(f(even)), _mm512_castps_si512(f(odd)));
-                        let r = _mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o);
-                        _mm512_storeu_si512(p.cast(), r);
-                    }
-                }
-            }
-            super::body(chunks.into_remainder(), is_f16, m, a, b);
-        }
-
-        /// 16 values per step; the tail (fewer than 16) by `super::body`.
-        #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn avx2(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-            let (vm, va, vb) = (_mm256_set1_ps(m), _mm256_set1_ps(a), _mm256_set1_ps(b));
-            let f = |v: __m256| _mm256_fmadd_ps(_mm256_mul_ps(v, vm), va, vb);
-            let mut chunks = x.chunks_exact_mut(16);
-            for c in &mut chunks {
-                let p = c.as_mut_ptr();
-                // SAFETY: `c` is 16 u16 (32 bytes), read and written through unaligned
-                // accesses of 16 and 32 bytes inside it.
-                unsafe {
-                    if is_f16 {
-                        let lo = _mm256_cvtph_ps(_mm_loadu_si128(p.cast()));
-                        let hi = _mm256_cvtph_ps(_mm_loadu_si128(p.add(8).cast()));
-                        let (lo, hi) = (f(lo), f(hi));
-                        _mm_storeu_si128(
-                            p.cast(),
-                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
-                        );
-                        _mm_storeu_si128(
-                            p.add(8).cast(),
-                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
-                        );
-                    } else {
-                        let v = _mm256_loadu_si256(p.cast());
-                        let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
-                        let odd = _mm256_castsi256_ps(_mm256_and_si256(
-                            v,
-                            _mm256_set1_epi32(0xFFFF_0000u32 as i32),
-                        ));
-                        let (e, o) = (_mm256_castps_si256(f(even)), _mm256_castps_si256(f(odd)));
-                        let r = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o);
-                        _mm256_storeu_si256(p.cast(), r);
-                    }
-                }
-            }
-            super::body(chunks.into_remainder(), is_f16, m, a, b);
-        }
-    }
-
-    /// The pass over `x` (f16 bits if `is_f16`, else bf16 bits) with the timed backend's lanes.
-    pub fn pass(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use posenc::Backend;
-            use std::arch::is_x86_feature_detected as has;
-            let base = has!("avx2") && has!("fma") && has!("f16c");
-            if super::backend() == Backend::Avx512 && base && has!("avx512f") && has!("avx512bw") {
-                // SAFETY: the CPU has every feature `avx512` enables, checked above.
-                return unsafe { x86::avx512(x, is_f16, m, a, b) };
-            }
-            if matches!(super::backend(), Backend::Avx512 | Backend::Avx2) && base {
-                // SAFETY: the CPU has every feature `avx2` enables, checked above.
-                return unsafe { x86::avx2(x, is_f16, m, a, b) };
-            }
-        }
-        body(x, is_f16, m, a, b)
-    }
-}
-
-/// The sinusoidal arithmetic floor: the f64 recurrence of `Sinusoidal::fill`
-/// (`y(j + 2) = k·y(j + 1) − y(j)`, unfused, four f64 vectors of columns in registers, in
-/// the kernel's loop order) and its rounding of every value to f32, with the rows
-/// stored to a ring of `RING` rows that stays in L1: the work every table of the same size
-/// and method costs with no memory traffic at all. A 16-bit table is that f32 table rounded
-/// once more, so its fill costs at least this too.
-mod sinfloor {
-    pub const D: usize = 512;
-    const RING: usize = 8;
-
-    /// Rows per pass over a strip of columns (the kernel's `three_term::PASS`).
-    const PASS: usize = 8;
-    /// Columns per chunk (two per frequency of the kernel's `SIN_CHUNK`).
-    const CHUNK: usize = 128;
-
-    /// The kernel's loop order: per block of 256 rows and chunk of columns, passes of `PASS`
-    /// rows over strips of `W` columns, each strip's state loaded from and stored back to
-    /// the chunk's state arrays once per pass.
-    #[inline(always)]
-    fn body<const W: usize>(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
-        for _block in 0..rows / 256 {
-            for c0 in (0..D).step_by(CHUNK) {
-                let (mut ya, mut yb) = ([0.0f64; CHUNK], [0.0f64; CHUNK]);
-                ya.copy_from_slice(&y0[c0..c0 + CHUNK]);
-                yb.copy_from_slice(&y1[c0..c0 + CHUNK]);
-                for j0 in (0..256).step_by(PASS) {
-                    for c in (0..CHUNK).step_by(W) {
-                        let (mut a, mut b, mut kk) = ([0.0f64; W], [0.0f64; W], [0.0f64; W]);
-                        a.copy_from_slice(&ya[c..c + W]);
-                        b.copy_from_slice(&yb[c..c + W]);
-                        kk.copy_from_slice(&k[c0 + c..c0 + c + W]);
-                        for j in (j0..j0 + PASS).step_by(2) {
-                            let r = (j % RING) * D + c0 + c;
-                            let (ra, rb) = ring[r..r + D + W].split_at_mut(D);
-                            for i in 0..W {
-                                ra[i] = a[i] as f32;
-                            }
-                            for i in 0..W {
-                                a[i] = kk[i] * b[i] - a[i];
-                            }
-                            for i in 0..W {
-                                rb[i] = b[i] as f32;
-                            }
-                            for i in 0..W {
-                                b[i] = kk[i] * a[i] - b[i];
-                            }
-                        }
-                        ya[c..c + W].copy_from_slice(&a);
-                        yb[c..c + W].copy_from_slice(&b);
-                    }
-                }
-            }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    fn avx512(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
-        body::<32>(ring, k, y0, y1, rows)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn avx2(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
-        body::<16>(ring, k, y0, y1, rows)
-    }
-
-    /// `rows` rows (a multiple of 256) of a `D`-wide table into `ring` (`(RING + 1) · D`
-    /// values), with the timed backend's lanes.
-    pub fn pass(ring: &mut [f32], k: &[f64], y0: &[f64], y1: &[f64], rows: usize) {
-        assert!(ring.len() > RING * D && k.len() == D && y0.len() == D && y1.len() == D);
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && super::backend() == posenc::Backend::Avx512
-            {
-                // SAFETY: the CPU has AVX-512F (and AVX2 and FMA with it), checked above.
-                return unsafe { avx512(ring, k, y0, y1, rows) };
-            }
-            if std::arch::is_x86_feature_detected!("fma")
-                && super::backend() == posenc::Backend::Avx2
-            {
-                // SAFETY: the CPU has AVX2 and FMA (the AVX2 backend's requirements), checked
-                // above.
-                return unsafe { avx2(ring, k, y0, y1, rows) };
-            }
-        }
-        body::<8>(ring, k, y0, y1, rows)
-    }
 }
 
 /// The backend timed: `POSENC_BENCH_BACKEND` by name, else the active one.
@@ -441,10 +133,8 @@ fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
         ta.push(time(&mut apply, reps));
         let mut from_table = || rope.apply(black_box(&mut x[..]), 32, table).unwrap();
         tt.push(time(&mut from_table, reps));
-        let mut converting = || memory_ceiling_pass(b, black_box(&mut x[..]), -1.0, 3.0).unwrap();
-        tc.push(time(&mut converting, reps));
-        let mut bytes = || bytes_ceiling(black_box(&mut x[..]));
-        tb.push(time(&mut bytes, reps));
+        // The floor before the bytes pass, on finite values as RoPE's (f16 conversions of
+        // NaNs and subnormals may take longer).
         if T::DTYPE == posenc::Dtype::F32 {
             // SAFETY: `T` is f32 (checked), so the buffer is `x.len()` f32 values; `x` is
             // borrowed mutably for the whole pass.
@@ -464,6 +154,10 @@ fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
             let mut floor = || floor16::pass(black_box(&mut bits[..]), is_f16, m, a, b);
             tf.push(time(&mut floor, reps));
         }
+        let mut converting = || memory_ceiling_pass(b, black_box(&mut x[..]), -1.0, 3.0).unwrap();
+        tc.push(time(&mut converting, reps));
+        let mut bytes = || bytes_ceiling(black_box(&mut x[..]));
+        tb.push(time(&mut bytes, reps));
     }
     let per = 1e9 / (tokens * 32) as f64;
     Times {
