@@ -93,7 +93,7 @@ pub mod floor32 {
 /// multiply-add, as `floor32`), and a narrowing by the cheapest instructions whatever their
 /// rounding. f16 widens and narrows with F16C's `vcvtph2ps` / `vcvtps2ph`, the only f16
 /// conversions these CPUs have; bf16 widens a 32-bit word's two values in place (a shift, a
-/// mask) and narrows by truncation (a shift and a blend of 16-bit halves: no rounding at all,
+/// mask) and narrows by truncation (a shift, a mask and an or: no rounding at all,
 /// so cheaper than the round-to-nearest-even the contract requires, and it leaves values in
 /// even/odd order, which a floor need not undo). Any 16-bit rotation under posenc's contract
 /// (computed in f32, rounded once) does at least this per value: bytes ceiling ÷ floor is the
@@ -101,9 +101,10 @@ pub mod floor32 {
 pub mod floor16 {
     use posenc::{bf16, f16};
 
-    /// f16 (else bf16).
+    /// One value at a time (the tails, and CPUs without the x86 passes below): f16 through
+    /// `half`, bf16 widened by a shift and truncated.
     #[inline(always)]
-    fn body(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
+    fn scalar(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
         for v in x.iter_mut() {
             let w = if is_f16 {
                 f16::from_bits(*v).to_f32()
@@ -119,86 +120,69 @@ pub mod floor16 {
         }
     }
 
+    /// bf16 two values per 32-bit word, widened where they lie (the low one by a shift, the
+    /// high one by a mask) and truncated back: integer and f32 lane operations only, so the
+    /// loop auto-vectorises for whatever lanes it is compiled with (one body for every tier).
+    #[inline(always)]
+    fn bf16_words(x: &mut [u16], m: f32, a: f32, b: f32) {
+        // SAFETY: u32 has no invalid bit patterns and `align_to_mut` splits `x` exactly;
+        // `x` is borrowed mutably for the whole pass.
+        let (head, words, tail) = unsafe { x.align_to_mut::<u32>() };
+        for w in words.iter_mut() {
+            let lo = (f32::from_bits(*w << 16) * m).mul_add(a, b);
+            let hi = (f32::from_bits(*w & 0xFFFF_0000) * m).mul_add(a, b);
+            *w = (lo.to_bits() >> 16) | (hi.to_bits() & 0xFFFF_0000);
+        }
+        scalar(head, false, m, a, b);
+        scalar(tail, false, m, a, b);
+    }
+
     #[cfg(target_arch = "x86_64")]
     mod x86 {
         use std::arch::x86_64::*;
 
-        /// 32 values per step; the tail (fewer than 32) by `super::body`.
         #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
-        pub(super) fn avx512(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-            let (vm, va, vb) = (_mm512_set1_ps(m), _mm512_set1_ps(a), _mm512_set1_ps(b));
-            let f = |v: __m512| _mm512_fmadd_ps(_mm512_mul_ps(v, vm), va, vb);
-            let mut chunks = x.chunks_exact_mut(32);
-            for c in &mut chunks {
-                let p = c.as_mut_ptr();
-                // SAFETY: `c` is 32 u16 (64 bytes), read and written through unaligned
-                // accesses of 32 and 64 bytes inside it.
-                unsafe {
-                    if is_f16 {
-                        let lo = _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()));
-                        let hi = _mm512_cvtph_ps(_mm256_loadu_si256(p.add(16).cast()));
-                        let (lo, hi) = (f(lo), f(hi));
-                        _mm256_storeu_si256(
-                            p.cast(),
-                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
-                        );
-                        _mm256_storeu_si256(
-                            p.add(16).cast(),
-                            _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
-                        );
-                    } else {
-                        let v = _mm512_loadu_si512(p.cast());
-                        let even = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v));
-                        let odd = _mm512_castsi512_ps(_mm512_and_si512(
-                            v,
-                            _mm512_set1_epi32(0xFFFF_0000u32 as i32),
-                        ));
-                        let (e, o) = (_mm512_castps_si512(f(even)), _mm512_castps_si512(f(odd)));
-                        let r = _mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o);
-                        _mm512_storeu_si512(p.cast(), r);
-                    }
-                }
-            }
-            super::body(chunks.into_remainder(), is_f16, m, a, b);
+        pub(super) fn bf16_avx512(x: &mut [u16], m: f32, a: f32, b: f32) {
+            super::bf16_words(x, m, a, b)
         }
 
-        /// 16 values per step; the tail (fewer than 16) by `super::body`.
         #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn avx2(x: &mut [u16], is_f16: bool, m: f32, a: f32, b: f32) {
-            let (vm, va, vb) = (_mm256_set1_ps(m), _mm256_set1_ps(a), _mm256_set1_ps(b));
-            let f = |v: __m256| _mm256_fmadd_ps(_mm256_mul_ps(v, vm), va, vb);
+        pub(super) fn bf16_avx2(x: &mut [u16], m: f32, a: f32, b: f32) {
+            super::bf16_words(x, m, a, b)
+        }
+
+        /// f16 with F16C's 512-bit conversions, 16 values per step; the tail by `scalar`.
+        #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
+        pub(super) fn f16_avx512(x: &mut [u16], m: f32, a: f32, b: f32) {
+            let (vm, va, vb) = (_mm512_set1_ps(m), _mm512_set1_ps(a), _mm512_set1_ps(b));
             let mut chunks = x.chunks_exact_mut(16);
             for c in &mut chunks {
-                let p = c.as_mut_ptr();
-                // SAFETY: `c` is 16 u16 (32 bytes), read and written through unaligned
-                // accesses of 16 and 32 bytes inside it.
+                // SAFETY: `c` is 16 u16 (32 bytes), read and written by one unaligned access.
                 unsafe {
-                    if is_f16 {
-                        let lo = _mm256_cvtph_ps(_mm_loadu_si128(p.cast()));
-                        let hi = _mm256_cvtph_ps(_mm_loadu_si128(p.add(8).cast()));
-                        let (lo, hi) = (f(lo), f(hi));
-                        _mm_storeu_si128(
-                            p.cast(),
-                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(lo),
-                        );
-                        _mm_storeu_si128(
-                            p.add(8).cast(),
-                            _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(hi),
-                        );
-                    } else {
-                        let v = _mm256_loadu_si256(p.cast());
-                        let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v));
-                        let odd = _mm256_castsi256_ps(_mm256_and_si256(
-                            v,
-                            _mm256_set1_epi32(0xFFFF_0000u32 as i32),
-                        ));
-                        let (e, o) = (_mm256_castps_si256(f(even)), _mm256_castps_si256(f(odd)));
-                        let r = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o);
-                        _mm256_storeu_si256(p.cast(), r);
-                    }
+                    let v = _mm512_cvtph_ps(_mm256_loadu_si256(c.as_ptr().cast()));
+                    let y = _mm512_fmadd_ps(_mm512_mul_ps(v, vm), va, vb);
+                    let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(y);
+                    _mm256_storeu_si256(c.as_mut_ptr().cast(), h);
                 }
             }
-            super::body(chunks.into_remainder(), is_f16, m, a, b);
+            super::scalar(chunks.into_remainder(), true, m, a, b);
+        }
+
+        /// f16 with F16C's 256-bit conversions, 8 values per step; the tail by `scalar`.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn f16_avx2(x: &mut [u16], m: f32, a: f32, b: f32) {
+            let (vm, va, vb) = (_mm256_set1_ps(m), _mm256_set1_ps(a), _mm256_set1_ps(b));
+            let mut chunks = x.chunks_exact_mut(8);
+            for c in &mut chunks {
+                // SAFETY: `c` is 8 u16 (16 bytes), read and written by one unaligned access.
+                unsafe {
+                    let v = _mm256_cvtph_ps(_mm_loadu_si128(c.as_ptr().cast()));
+                    let y = _mm256_fmadd_ps(_mm256_mul_ps(v, vm), va, vb);
+                    let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(y);
+                    _mm_storeu_si128(c.as_mut_ptr().cast(), h);
+                }
+            }
+            super::scalar(chunks.into_remainder(), true, m, a, b);
         }
     }
 
@@ -210,15 +194,31 @@ pub mod floor16 {
             use std::arch::is_x86_feature_detected as has;
             let base = has!("avx2") && has!("fma") && has!("f16c");
             if crate::backend() == Backend::Avx512 && base && has!("avx512f") && has!("avx512bw") {
-                // SAFETY: the CPU has every feature `avx512` enables, checked above.
-                return unsafe { x86::avx512(x, is_f16, m, a, b) };
+                // SAFETY: the CPU has every feature these passes enable, checked above.
+                return unsafe {
+                    if is_f16 {
+                        x86::f16_avx512(x, m, a, b)
+                    } else {
+                        x86::bf16_avx512(x, m, a, b)
+                    }
+                };
             }
             if matches!(crate::backend(), Backend::Avx512 | Backend::Avx2) && base {
-                // SAFETY: the CPU has every feature `avx2` enables, checked above.
-                return unsafe { x86::avx2(x, is_f16, m, a, b) };
+                // SAFETY: the CPU has every feature these passes enable, checked above.
+                return unsafe {
+                    if is_f16 {
+                        x86::f16_avx2(x, m, a, b)
+                    } else {
+                        x86::bf16_avx2(x, m, a, b)
+                    }
+                };
             }
         }
-        body(x, is_f16, m, a, b)
+        if is_f16 {
+            scalar(x, true, m, a, b)
+        } else {
+            bf16_words(x, m, a, b)
+        }
     }
 }
 
