@@ -132,6 +132,16 @@ fn rope_decode_many_heads() {
     }
 }
 
+/// bf16 heads too wide for AVX2 to hold their table in registers (rotate_half: 64 pairs, two
+/// groups of 16 per head on AVX2; interleaved: 32 pairs), two tokens of three heads: the
+/// streaming loops on split tables (`Run::rotate_split`), their two- and one-head passes, the
+/// next token's table written split while the current one is read.
+#[test]
+fn rope_bf16_streamed_on_split_tables() {
+    rope_shape::<bf16>(Layout::RotateHalf, 128, 128, &[-3, 70_000], 3);
+    rope_shape::<bf16>(Layout::Interleaved, 64, 64, &[-3, 70_000], 3);
+}
+
 /// f32 heads at every offset of a 32-byte vector: AVX2 moves windows half a vector off a
 /// boundary on whole vectors, their end pieces in halves (decode's four heads per pass, the
 /// table held in registers over several tokens); every placement's result is bitwise the

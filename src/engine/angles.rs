@@ -18,7 +18,7 @@
 use super::job::{Angles, Positions};
 use super::math::sin_cos;
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
-use crate::element::Element;
+use crate::element::{Dtype, Element};
 use crate::scaling::MAX_PAIRS;
 use crate::types::Layout;
 use core::mem::MaybeUninit;
@@ -41,6 +41,12 @@ const TAB: usize = 2 * (CHUNK + MAX_LANES);
 /// Left uninitialised: only entries below `n` (rotate_half) or `2·n` (interleaved) rounded up
 /// to whole vectors are read, and [`Source::block`] writes all of them before a chunk's
 /// rotation reads them (Miri checks the reads).
+///
+/// A *split* table (for `Run::rotate_split`) holds the same cos/sin in the order of a
+/// head's even and odd values: rotate_half keeps, for each group of `2·LANES` pairs, their
+/// even-numbered pairs' entries, then their odd-numbered pairs'; interleaved keeps one entry
+/// per pair, unexpanded (the cos of both values of a pair, the sin of its second value; the
+/// first value's is its negation).
 #[repr(C, align(64))]
 pub(crate) struct Tab {
     c: MaybeUninit<[f32; TAB]>,
@@ -98,6 +104,28 @@ impl Tab {
         unsafe {
             s.st_f32(c, cp.add(k));
             s.st_f32(sn, sp.add(k));
+        }
+    }
+
+    /// Stores block `b`'s cos and sin (pairs `b·LANES ..`) into a split rotate_half table: its
+    /// even lanes at entry `g + i·LANES/2`, its odd lanes `LANES` further, where `g = 2·LANES·(b
+    /// / 2)` is its group and `i = b mod 2` its place in the group.
+    #[inline(always)]
+    fn put_split<S: Simd>(&mut self, s: S, b: usize, c: S::F, sn: S::F) {
+        let l = S::LANES;
+        let e = 2 * l * (b / 2) + (b % 2) * (l / 2);
+        assert!(e + l + l / 2 <= TAB);
+        let (cp, sp) = (
+            self.c.as_mut_ptr().cast::<f32>(),
+            self.s.as_mut_ptr().cast::<f32>(),
+        );
+        // (cos evens, sin evens), (cos odds, sin odds), half a vector each.
+        let (even, odd) = s.unzip(c, sn);
+        // SAFETY: `e + LANES + LANES/2 ≤ TAB` (asserted): every half store stays inside the
+        // arrays.
+        unsafe {
+            s.st_f32_halves(even, cp.add(e), sp.add(e));
+            s.st_f32_halves(odd, cp.add(e + l), sp.add(e + l));
         }
     }
 }
@@ -260,7 +288,7 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
-    /// pair `j0`, laid out for the layout (`IL`: interleaved) and, under the HF modes (`ONCE`
+    /// pair `j0`, laid out for the layout (`IL`: interleaved; `split`: a split table) and, under the HF modes (`ONCE`
     /// false: `engine::rope` instantiates it for those modes only), rounded to `T` as HF rounds
     /// cos/sin to the model dtype.
     #[inline(always)]
@@ -271,6 +299,7 @@ impl<'a, S: Simd> Source<'a, S> {
         j0: usize,
         b: usize,
         tab: &mut Tab,
+        split: bool,
     ) {
         let k = b * S::LANES;
         let (mut c, mut sn) = self.cos_sin(s, t, j0 + k);
@@ -278,7 +307,16 @@ impl<'a, S: Simd> Source<'a, S> {
             c = s.round_to::<T>(c);
             sn = s.round_to::<T>(sn);
         }
-        if IL {
+        // (Only bf16 tables under posenc's rounding are ever split, on a tier that streams
+        // them so: a constant, which keeps the test and the split writes out of every other
+        // kernel's angle blocks.)
+        if const { S::SPLIT_BF16_STREAM && ONCE && matches!(T::DTYPE, Dtype::Bf16) } && split {
+            if IL {
+                tab.put(s, k, c, sn);
+            } else {
+                tab.put_split(s, b, c, sn);
+            }
+        } else if IL {
             let (c0, c1) = s.zip(c, c);
             let (s0, s1) = s.zip(s.neg(sn), sn);
             tab.put(s, 2 * k, c0, s0);

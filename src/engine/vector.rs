@@ -53,6 +53,12 @@ pub(crate) trait Simd: Copy {
     /// a shuffle per vector. Only then does the RoPE driver rotate bf16 heads held against a
     /// table in registers as their even and odd values (`Run::resident_split`).
     const SPLIT_BF16: bool = false;
+    /// Whether the streaming loops (a table in memory, loaded per vector for a group of
+    /// heads) rotate whole bf16 windows as their even and odd values too, from a table the
+    /// angle blocks write in that order once per token (`Run::rotate_split`). Pays where a
+    /// bf16 vector's widening and narrowing are shuffles that compete with the rounding's
+    /// shifts for the same ports (AVX2).
+    const SPLIT_BF16_STREAM: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.
@@ -442,7 +448,8 @@ pub(crate) trait Kernel {
 
 #[cfg(test)]
 mod tests {
-    //! [`Simd::ld_bf16_split`], [`Simd::st_bf16_merge`] and [`Simd::unzip`] on every backend
+    //! [`Simd::ld_bf16_split`], [`Simd::st_bf16_merge`], [`Simd::st_bf16_pair`] and
+    //! [`Simd::unzip`] on every backend
     //! this CPU runs, inside each tier's entry function (a kernel that rounds to bf16, so the
     //! AVX512-BF16 / FEAT_BF16 entries run it where the CPU has them), against plain loops and
     //! `half`.
@@ -464,6 +471,7 @@ mod tests {
         lanes: usize,
         split: [f32; N],
         merge: [half::bf16; N],
+        pair: [half::bf16; N],
         unzip: [f32; N],
     }
 
@@ -477,6 +485,7 @@ mod tests {
                 lanes: l,
                 split: [0.0; N],
                 merge: [half::bf16::ZERO; N],
+                pair: [half::bf16::ZERO; N],
                 unzip: [0.0; N],
             };
             // SAFETY: every pointer addresses `2·LANES ≤ N` values of its array.
@@ -486,6 +495,11 @@ mod tests {
             let (a, b) = (s.load(&self.f[..l]), s.load(&self.f[l..]));
             // SAFETY: as above.
             unsafe { s.st_bf16_merge(a, b, out.merge.as_mut_ptr()) };
+            // SAFETY: as above (`pair[..l]` and `pair[l..2l]`).
+            unsafe {
+                let p = out.pair.as_mut_ptr();
+                s.st_bf16_pair(a, p, b, p.add(l));
+            }
             let (ue, uo) = s.unzip(a, b);
             s.store(ue, &mut out.unzip[..l]);
             s.store(uo, &mut out.unzip[l..]);
@@ -528,7 +542,7 @@ mod tests {
     }
 
     #[test]
-    fn split_merge_and_unzip_on_every_backend() {
+    fn split_merge_pair_and_unzip_on_every_backend() {
         let (pats, n) = patterns();
         let pats = &pats[..n];
         let mut seen = 0;
@@ -561,6 +575,14 @@ mod tests {
                         f[2 * i + 1].to_bits(),
                         "{backend:?} unzip odd {i}"
                     );
+                    for j in [i, l + i] {
+                        assert_eq!(
+                            out.pair[j].to_bits(),
+                            half::bf16::from_f32(f[j]).to_bits(),
+                            "{backend:?} pair of {:#010x}",
+                            f[j].to_bits()
+                        );
+                    }
                     for (j, v) in [(2 * i, f[i]), (2 * i + 1, f[l + i])] {
                         let want = half::bf16::from_f32(v).to_bits();
                         assert_eq!(

@@ -37,6 +37,24 @@ const fn split<
         && matches!(O::DTYPE, Dtype::Bf16)
 }
 
+/// Whether the streaming loops of a kernel of tier `S` from `I` to `O` (`WHOLE`: of whole
+/// windows) rotate split tables ([`Run::rotate_split`]): bf16 to bf16 under posenc's rounding,
+/// on a tier with [`Simd::SPLIT_BF16_STREAM`]. A constant, so the other kernels contain
+/// neither those loops nor the split table's writes.
+pub(super) const fn split_stream<
+    S: Simd,
+    I: Element,
+    O: Element,
+    const ONCE: bool,
+    const WHOLE: bool,
+>() -> bool {
+    S::SPLIT_BF16_STREAM
+        && ONCE
+        && WHOLE
+        && matches!(I::DTYPE, Dtype::Bf16)
+        && matches!(O::DTYPE, Dtype::Bf16)
+}
+
 /// Whether a kernel of tier `S` from `I` to `O` (`WHOLE`: of whole windows) can take the skewed
 /// loops ([`Run::rotate_skewed`]). A constant, tested as one (`const { … }`) where those loops
 /// are called: the kernels that can never take them then do not contain them, which keeps
@@ -96,7 +114,7 @@ impl<S: Simd> Run<'_, S> {
     /// `p0 + i·ps .. p0 + i·ps + 2·half` (`i < H`) are readable windows, `q0 + i·qs ..` writable
     /// ones (the same windows in place, else disjoint); `j0 + n ≤ half`; `tab` holds the table
     /// of this chunk (`n` pairs); when `NORM`, `pre.w .. + 2·half` is readable; `skewed` only
-    /// as [`Run::rotate_skewed`] requires.
+    /// as [`Run::rotate_skewed`] requires; `split` only when `tab` is split (see [`Tab`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) unsafe fn rotate<
@@ -118,12 +136,19 @@ impl<S: Simd> Run<'_, S> {
         tab: &Tab,
         pre: Pre<S::F>,
         skewed: bool,
+        split: bool,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
         if const { H > 1 && skewable::<S, I, O, WHOLE>() } && skewed {
             // SAFETY: the caller's precondition; `skewed`: f32 windows half a vector past a
             // boundary, whole ones (`WHOLE`).
             unsafe { self.rotate_skewed::<I, O, IL, ONCE, H>(p0, q0, ps, qs, tab) };
+            return;
+        }
+        if const { split_stream::<S, I, O, ONCE, WHOLE>() } && split {
+            // SAFETY: the caller's precondition; `I` and `O` are bf16 (`split_stream`), and
+            // the table is split (`Run::splits` held when the call scheduled its tables).
+            unsafe { self.rotate_split::<IL, H>(p0.cast(), q0.cast(), ps, qs, tab) };
             return;
         }
         let (j0, n) = if WHOLE { (0, half) } else { (j0, n) };
@@ -441,27 +466,101 @@ impl<S: Simd> Run<'_, S> {
         for h in 0..nh {
             let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
             for (b, t) in t.iter().take(NV / 2).enumerate() {
-                let k = 2 * b * l;
-                // SAFETY: values `k .. k + 2·LANES` of the window of head `h < nh`
+                // SAFETY: values `2b·LANES .. + 2·LANES` of the window of head `h < nh`
                 // (rotate_half: and `half` further) lie inside it (the caller's precondition:
                 // `2·LANES·NV/2` is the window, or its first half).
-                unsafe {
-                    if IL {
-                        let (xe, xo) = s.ld_bf16_split(p.add(k));
-                        let a = self.rot::<half::bf16, true>(xe, t[0], xo, t[1], true);
-                        let b = self.rot::<half::bf16, true>(xo, t[0], xe, t[1], false);
-                        s.st_bf16_merge(a, b, q.add(k));
-                    } else {
-                        let (xe, xo) = s.ld_bf16_split(p.add(k));
-                        let (ye, yo) = s.ld_bf16_split(p.add(half + k));
-                        let ae = self.rot::<half::bf16, true>(xe, t[0], ye, t[2], true);
-                        let ao = self.rot::<half::bf16, true>(xo, t[1], yo, t[3], true);
-                        let be = self.rot::<half::bf16, true>(ye, t[0], xe, t[2], false);
-                        let bo = self.rot::<half::bf16, true>(yo, t[1], xo, t[3], false);
-                        s.st_bf16_merge(ae, ao, q.add(k));
-                        s.st_bf16_merge(be, bo, q.add(half + k));
-                    }
+                unsafe { self.split_block::<IL>(p, q, 2 * b * l, *t) };
+            }
+        }
+    }
+
+    /// Whether a split table ([`Tab`]) serves this call's windows, which [`Run::rotate_split`]
+    /// takes `2·LANES` values at a time: one chunk per token, and rotate_half's half (a
+    /// group of `2·LANES` pairs per table read) or interleaved's window (`LANES` pairs) a whole
+    /// number of them.
+    #[inline(always)]
+    pub(super) fn splits<const IL: bool>(&self) -> bool {
+        let l = S::LANES;
+        self.chunks == 1
+            && if IL {
+                self.half.is_multiple_of(l)
+            } else {
+                self.half.is_multiple_of(2 * l)
+            }
+    }
+
+    /// [`Run::rotate`] of whole bf16 windows from a split table (see [`Tab`]), on a tier with
+    /// [`Simd::SPLIT_BF16_STREAM`]: [`Run::resident_split`]'s loop with the table loaded per
+    /// group of `2·LANES` values for the `H` heads, already in the order of the heads' even and
+    /// odd values, so nothing is moved between lanes on either side of the rotation.
+    ///
+    /// # Safety
+    /// As [`Run::rotate`] with `WHOLE`, the windows of bf16; `tab` is split and
+    /// [`Run::splits`] holds.
+    #[inline(always)]
+    pub(super) unsafe fn rotate_split<const IL: bool, const H: usize>(
+        &self,
+        p0: *const half::bf16,
+        q0: *mut half::bf16,
+        ps: usize,
+        qs: usize,
+        tab: &Tab,
+    ) {
+        let (s, l, half) = (self.s, S::LANES, self.half);
+        debug_assert!(self.splits::<IL>());
+        let zero = s.splat(0.0);
+        let groups = if IL { half / l } else { half / (2 * l) };
+        for g in 0..groups {
+            // SAFETY: the entries of group `g` (interleaved: `g·LANES .. + LANES`; rotate_half:
+            // `2g·LANES .. + 2·LANES`) were written for this chunk.
+            let t = unsafe {
+                if IL {
+                    let (c, sn) = tab.get(s, g * l);
+                    [c, sn, zero, zero]
+                } else {
+                    let ((ce, se), (co, so)) = (tab.get(s, 2 * g * l), tab.get(s, (2 * g + 1) * l));
+                    [ce, co, se, so]
                 }
+            };
+            for i in 0..H {
+                // SAFETY: values `2g·LANES .. + 2·LANES` of window `i` (rotate_half: and `half`
+                // further) lie inside it (`splits`; the caller's precondition).
+                unsafe { self.split_block::<IL>(p0.add(i * ps), q0.add(i * qs), 2 * g * l, t) };
+            }
+        }
+    }
+
+    /// Values `k .. k + 2·LANES` of the bf16 window at `p` (rotate_half: and their partners
+    /// `half` further) rotated as their even and odd values with the split table `t` into the
+    /// window at `q` (see [`Run::resident_split`] for `t` and the expressions).
+    ///
+    /// # Safety
+    /// Those values lie inside both windows.
+    #[inline(always)]
+    unsafe fn split_block<const IL: bool>(
+        &self,
+        p: *const half::bf16,
+        q: *mut half::bf16,
+        k: usize,
+        t: [S::F; 4],
+    ) {
+        let (s, half) = (self.s, self.half);
+        // SAFETY: the caller's precondition.
+        unsafe {
+            if IL {
+                let (xe, xo) = s.ld_bf16_split(p.add(k));
+                let a = self.rot::<half::bf16, true>(xe, t[0], xo, t[1], true);
+                let b = self.rot::<half::bf16, true>(xo, t[0], xe, t[1], false);
+                s.st_bf16_merge(a, b, q.add(k));
+            } else {
+                let (xe, xo) = s.ld_bf16_split(p.add(k));
+                let (ye, yo) = s.ld_bf16_split(p.add(half + k));
+                let ae = self.rot::<half::bf16, true>(xe, t[0], ye, t[2], true);
+                let ao = self.rot::<half::bf16, true>(xo, t[1], yo, t[3], true);
+                let be = self.rot::<half::bf16, true>(ye, t[0], xe, t[2], false);
+                let bo = self.rot::<half::bf16, true>(yo, t[1], xo, t[3], false);
+                s.st_bf16_merge(ae, ao, q.add(k));
+                s.st_bf16_merge(be, bo, q.add(half + k));
             }
         }
     }

@@ -76,6 +76,13 @@
 //!   the table unzipped once per token, and round two vectors back with one conversion and
 //!   one word permute (`Run::resident_split`). Faster than a widening shuffle per vector in
 //!   both layouts, in cache and at decode (`cargo bench --bench ratio`, the bf16 rows).
+//! * On a tier with `Simd::SPLIT_BF16_STREAM` (AVX2), the streaming loops do the same with
+//!   the table in memory: the angle blocks write it in the order of the heads' even and odd
+//!   values once per token (a split `Tab`), so each table load serves a group of heads as it
+//!   is (`Run::rotate_split`). There the widening and narrowing shuffles share ports with the
+//!   integer rounding's shifts (`cargo bench --bench ratio` with
+//!   `POSENC_BENCH_BACKEND=avx2`, the bf16 rows). Unzipping a table in memory per block for
+//!   the heads of a pass instead lost on AVX-512 and gained little on AVX2.
 //! * Per-head work is small (16 vectors at head_dim 128 on AVX2), so the loops walk raw
 //!   pointers inside windows proven in bounds once per view ([`in_bounds`]).
 //!

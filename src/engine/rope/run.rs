@@ -31,6 +31,8 @@ pub(super) struct Pending<'a> {
     pub(super) done: usize,
     pub(super) blocks: usize,
     pub(super) tab: &'a mut Tab,
+    /// Whether the table is laid out split (see [`Tab`]).
+    pub(super) split: bool,
 }
 
 /// What a normalised head is multiplied by: `r` (splat) and the weights of its channels
@@ -60,9 +62,10 @@ impl<S: Simd> Run<'_, S> {
         (t, j0, CHUNK.min(self.half - j0))
     }
 
-    /// The table of item `i`, nothing computed yet (no blocks past the last item).
+    /// The table of item `i`, nothing computed yet (no blocks past the last item), laid out
+    /// split when `split` (see [`Tab`]).
     #[inline(always)]
-    pub(super) fn pending<'t>(&self, i: usize, tab: &'t mut Tab) -> Pending<'t> {
+    pub(super) fn pending<'t>(&self, i: usize, tab: &'t mut Tab, split: bool) -> Pending<'t> {
         if i >= self.tokens * self.chunks {
             return Pending {
                 t: 0,
@@ -70,6 +73,7 @@ impl<S: Simd> Run<'_, S> {
                 done: 0,
                 blocks: 0,
                 tab,
+                split,
             };
         }
         let (t, j0, n) = self.item(i);
@@ -79,6 +83,7 @@ impl<S: Simd> Run<'_, S> {
             done: 0,
             blocks: n.div_ceil(S::LANES),
             tab,
+            split,
         }
     }
 
@@ -90,7 +95,7 @@ impl<S: Simd> Run<'_, S> {
     ) {
         if next.done < next.blocks {
             self.src
-                .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab);
+                .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.split);
             next.done += 1;
         }
     }

@@ -2,7 +2,7 @@
 //! many heads share a table load, and where the next token's table is computed (see the
 //! module docs of `engine::rope` for the choices and the benchmarks that settled them).
 
-use super::heads::skewable;
+use super::heads::{skewable, split_stream};
 use super::norm::scale;
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
@@ -36,7 +36,13 @@ impl<S: Simd> Run<'_, S> {
     ) {
         let items = self.tokens * self.chunks;
         let mut tabs = [Tab::new(), Tab::new()];
-        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0]));
+        let nv = (if IL { 2 * self.half } else { self.half }) / S::LANES;
+        // Whole bf16 windows on a tier that streams them split (see `Run::rotate_split`),
+        // unless their table stays in registers (below).
+        let split = const { split_stream::<S, I, O, ONCE, WHOLE>() }
+            && !(4 * nv <= S::REGISTERS && matches!(nv, 2 | 4 | 8))
+            && self.splits::<IL>();
+        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], split));
         let single = self.tokens == 1;
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
@@ -44,7 +50,6 @@ impl<S: Simd> Run<'_, S> {
         // the calls where that won (see the module docs): an f32 source's in cache, or a
         // 16-bit source's at any size when the table (`2·nv` registers) leaves half the
         // register file to the conversions.
-        let nv = (if IL { 2 * self.half } else { self.half }) / S::LANES;
         let fits = match I::DTYPE {
             Dtype::F32 => in_cache,
             Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
@@ -55,13 +60,14 @@ impl<S: Simd> Run<'_, S> {
         let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
         if !S::REFERENCE && matches!(resident, 2 | 4 | 8) {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
-            // window; the table of item 0 is complete.
+            // window; the table of item 0 is complete (and not split: `split` excludes these
+            // calls).
             unsafe { self.stream_resident::<I, O, IL, ONCE, WHOLE>(targets, resident, &mut tabs) };
             return;
         }
         for i in 0..items {
             let (cur, nxt) = alternate(&mut tabs, i);
-            let mut next = self.pending(i + 1, nxt);
+            let mut next = self.pending(i + 1, nxt, split);
             let (t, j0, n) = self.item(i);
             for target in targets.iter_mut() {
                 let (x, _) = target.src();
@@ -163,6 +169,7 @@ impl<S: Simd> Run<'_, S> {
                                             ..pre
                                         },
                                         false,
+                                        false,
                                     )
                                 };
                                 self.advance::<I, IL, ONCE>(&mut next);
@@ -260,10 +267,11 @@ impl<S: Simd> Run<'_, S> {
                 heads.p.wrapping_add(h * heads.ps),
                 heads.q.wrapping_add(h * heads.qs),
             );
-            // SAFETY: heads `h .. h + H ≤ n` are windows of the caller's precondition.
+            // SAFETY: heads `h .. h + H ≤ n` are windows of the caller's precondition; `cur`
+            // is laid out as `next` is (every item's table of a call is, split or not).
             unsafe {
                 self.rotate::<I, O, IL, ONCE, WHOLE, false, H>(
-                    p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed,
+                    p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed, next.split,
                 )
             };
             self.advance::<I, IL, ONCE>(next);
@@ -384,7 +392,7 @@ impl<S: Simd> Run<'_, S> {
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             for t in 0..self.tokens {
                 let (cur, nxt) = alternate(tabs, t);
-                let mut next = self.pending(t + 1, nxt);
+                let mut next = self.pending(t + 1, nxt, false);
                 // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
                 // bounds in both buffers (`in_bounds`); the rest as below.
                 unsafe {
@@ -403,7 +411,7 @@ impl<S: Simd> Run<'_, S> {
         }
         for t in 0..self.tokens {
             let (cur, nxt) = alternate(tabs, t);
-            let mut next = self.pending(t + 1, nxt);
+            let mut next = self.pending(t + 1, nxt, false);
             let tok = self.first + t;
             for target in targets.iter() {
                 let ((x, _), (y, _)) = (target.src(), target.dst());
