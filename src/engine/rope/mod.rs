@@ -71,11 +71,14 @@
 //!   rotate_half pair, two interleaved vectors) through one `Simd::st2`, which makes that test
 //!   once for both (`cargo bench --bench ratio`, the bf16 rows; `benches/mca/neon.py`).
 //! * bf16 heads held against a table in registers, on a tier with `Simd::SPLIT_BF16`
-//!   (AVX512-BF16), load `2·LANES` values at a time and widen them as their even- and
+//!   (AVX512-BF16; AVX2, whose registers hold the table of heads of 64 in rotate_half and 32
+//!   interleaved), load `2·LANES` values at a time and widen them as their even- and
 //!   odd-offset values where they lie (a shift and a mask, no shuffle), rotate those against
 //!   the table unzipped once per token, and round two vectors back with one conversion and
-//!   one word permute (`Run::resident_split`). Faster than a widening shuffle per vector in
-//!   both layouts, in cache and at decode (`cargo bench --bench ratio`, the bf16 rows).
+//!   one word permute (AVX2: the integer rounding, a shift and a `vpblendw`;
+//!   `Run::resident_split`). Faster than a widening shuffle per vector in both layouts, in
+//!   cache and at decode (`cargo bench --bench ratio`, the bf16 rows; on AVX2 a probe of
+//!   `Rope::apply` at those head sizes, `benches/LOG.md` 2026-12-04 late night).
 //! * On a tier with `Simd::SPLIT_BF16_STREAM` (AVX2), the streaming loops do the same with
 //!   the table in memory: the angle blocks write it in the order of the heads' even and odd
 //!   values once per token (a split `Tab`), so each table load serves a group of heads as it

@@ -42,6 +42,7 @@ impl Simd for Avx2 {
     const REGISTERS: usize = 16;
     const HALVES: bool = true;
     const BF16_PAIR: bool = true;
+    const SPLIT_BF16: bool = true;
     const SPLIT_BF16_STREAM: bool = true;
     type F = __m256;
     type D = __m256d;
