@@ -288,9 +288,9 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
-    /// pair `j0`, laid out for the layout (`IL`: interleaved; `split`: a split table) and, under the HF modes (`ONCE`
-    /// false: `engine::rope` instantiates it for those modes only), rounded to `T` as HF rounds
-    /// cos/sin to the model dtype.
+    /// pair `j0`, laid out for the layout (`IL`: interleaved; `split`: a split table) and,
+    /// under the HF modes (`ONCE` false: `engine::rope` instantiates it for those modes only),
+    /// rounded to `T` as HF rounds cos/sin to the model dtype.
     #[inline(always)]
     pub(crate) fn block<T: Element, const IL: bool, const ONCE: bool>(
         &self,
