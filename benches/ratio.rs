@@ -32,6 +32,8 @@
 //! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
 //! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
 //! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
+//! `cargo bench -p posenc-benches --bench ratio -- heads` times head sizes 64, 96, 128 and 256
+//! instead (1, 64, 512 and 2048 tokens, aligned buffers).
 
 mod common;
 mod passes;
@@ -110,11 +112,13 @@ fn placed<T: Element>(store: &mut Vec<T>, len: usize, skew: usize) -> &mut [T] {
     &mut store[at..at + len]
 }
 
-fn run<T: Element>(tokens: usize, layout: Layout, skew: usize) -> Times {
-    let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout))
+/// Times `tokens` × 32 heads of `head_dim`, in `layout`, starting `skew` bytes past a 64-byte
+/// boundary.
+fn run<T: Element>(head_dim: usize, tokens: usize, layout: Layout, skew: usize) -> Times {
+    let rope = Rope::new(&RopeConfig::new(head_dim, 500_000.0, layout))
         .and_then(|r| r.with_backend(backend()))
         .unwrap();
-    let fresh: Vec<T> = (0..tokens * 32 * 128)
+    let fresh: Vec<T> = (0..tokens * 32 * head_dim)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
     let mut store = vec![];
@@ -230,8 +234,57 @@ fn run_sin<T: Element>(
     (median(tw) * 1e6, median(tf) * 1e6, median(tl) * 1e6)
 }
 
+/// `-- heads`: the head sizes of released models other than 128, in and out of the first
+/// cache levels, both layouts, every dtype, aligned buffers: a kernel that is fast at 128 only
+/// (whole vectors, a table held in registers) shows here.
+fn heads() {
+    println!(
+        "backend {}; head sizes, ns per token-head (32 heads), medians of 41 alternating \
+         rounds; ratio = bytes-ceiling time / time; buffers 64-byte aligned",
+        backend().name()
+    );
+    println!(
+        "| head_dim | tokens | layout | dtype | apply / table / bytes ceiling ns | apply ratio \
+         | table ratio | floor ratio | apply time / f32 apply time |"
+    );
+    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|");
+    // 64: Llama 3.2 1B, TinyLlama; 96: Phi-3; 128: most; 256: Gemma 2 and 3.
+    for head_dim in [64, 96, 128, 256] {
+        for tokens in [1, 64, 512, 2048] {
+            for (layout, name) in [
+                (Layout::Interleaved, "interleaved"),
+                (Layout::RotateHalf, "rotate_half"),
+            ] {
+                let rows = [
+                    ("f32", run::<f32>(head_dim, tokens, layout, ALIGNED)),
+                    ("bf16", run::<bf16>(head_dim, tokens, layout, ALIGNED)),
+                    ("f16", run::<f16>(head_dim, tokens, layout, ALIGNED)),
+                ];
+                let f32_apply = rows[0].1.apply;
+                for (dtype, t) in rows {
+                    println!(
+                        "| {head_dim} | {tokens} | {name} | {dtype} | {:.1} / {:.1} / {:.1} | {:.2} \
+                         | {:.2} | {:.2} | {:.2} |",
+                        t.apply,
+                        t.table,
+                        t.bytes,
+                        t.bytes / t.apply,
+                        t.bytes / t.table,
+                        t.bytes / t.floor,
+                        t.apply / f32_apply,
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is not supported here.
+    // `cargo bench` passes `--bench`; the one other argument understood is `heads`.
+    if std::env::args().any(|a| a == "heads") {
+        heads();
+        return;
+    }
     println!(
         "backend {}; ns per token-head (128 dims), medians of 41 alternating rounds; \
          ratio = bytes-ceiling time / time",
@@ -255,18 +308,18 @@ fn main() {
             let rows = [
                 (
                     "f32",
-                    run::<f32>(tokens, layout, ALIGNED),
-                    run::<f32>(tokens, layout, MALLOC),
+                    run::<f32>(128, tokens, layout, ALIGNED),
+                    run::<f32>(128, tokens, layout, MALLOC),
                 ),
                 (
                     "bf16",
-                    run::<bf16>(tokens, layout, ALIGNED),
-                    run::<bf16>(tokens, layout, MALLOC),
+                    run::<bf16>(128, tokens, layout, ALIGNED),
+                    run::<bf16>(128, tokens, layout, MALLOC),
                 ),
                 (
                     "f16",
-                    run::<f16>(tokens, layout, ALIGNED),
-                    run::<f16>(tokens, layout, MALLOC),
+                    run::<f16>(128, tokens, layout, ALIGNED),
+                    run::<f16>(128, tokens, layout, MALLOC),
                 ),
             ];
             let (f32_apply, f32_table) = (rows[0].1.apply, rows[0].1.table);
