@@ -1029,9 +1029,11 @@ fn rotations_at_every_buffer_offset_vs_aligned_and_scalar() {
     for (head_dim, rotary_dim, offset) in [
         (32, 32, 0),
         (64, 64, 0),
+        (96, 96, 0),
         (128, 128, 0),
         (160, 128, 16),
         (136, 128, 8),
+        (112, 96, 8),
     ] {
         for layout in [Layout::Interleaved, Layout::RotateHalf] {
             for (n_heads, tokens) in [(1, 1), (6, 1), (3, 4)] {

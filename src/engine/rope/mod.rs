@@ -8,7 +8,7 @@
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
-//! in cache, whole heads of ≤ 8 table vectors:                        // `stream_resident`
+//! in cache, whole heads of 2, 4 or 8 table vectors (f32: 3, 6 too):  // `stream_resident`
 //!     for each token t:                                              // one loop, skew settled per call
 //!         for each target buffer, each view of heads:
 //!             load table[t] into registers; rotate every head with them
@@ -28,10 +28,14 @@
 //! in-place memory ceiling over the same bytes, per layout, dtype and token count):
 //! * Heads in memory order. Visiting heads inner-most, block by block, keeps the table in
 //!   registers but loses the hardware prefetchers' stream.
-//! * In cache ([`IN_CACHE_BYTES`](stream::IN_CACHE_BYTES)), when a token's table is at most 8 vectors and the window a
-//!   whole number of them (head_dim 128: rotate_half on both x86 tiers, interleaved on
+//! * In cache ([`IN_CACHE_BYTES`](stream::IN_CACHE_BYTES)), when a token's table is 2, 4 or 8 vectors (the window a
+//!   whole number of them) (head_dim 128: rotate_half on both x86 tiers, interleaved on
 //!   AVX-512), the table is loaded into registers once per token and every head of the view
 //!   is rotated from them, the next table computed after the last head (`Run::resident`).
+//!   f32 heads of 96 (3 and 6 vectors on AVX-512, 6 on AVX2) do the same, where the passes
+//!   below took half again as long in cache and at decode (`cargo bench --bench ratio --
+//!   heads`); the 16-bit kernels leave those sizes out, since built in they slowed the
+//!   AVX512-BF16 rotate_half loop at 128 that shares their function.
 //!   Those calls take a token loop of their own (`Run::stream_resident`), with the views'
 //!   skew settled once and, for a single view, only its pointers advanced per token: inside
 //!   the general loop below, the per-token work stalled the head loops around it (`cargo

@@ -18,6 +18,19 @@ use crate::engine::vector::Simd;
 /// (1024 tokens: 16 MiB) in `cargo bench --bench ratio` on both x86 tiers.
 pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 
+/// Whether a table of `nv` vectors per token from `I` heads is held in registers across the
+/// heads ([`Run::stream_resident`] has a loop for each of these sizes): 2, 4 and 8 (head_dim
+/// 64 and 128 on both x86 tiers, 256 in rotate_half on AVX-512), and for f32 heads those of 96
+/// (6; on AVX-512 also 3). The 16-bit kernels leave 3 and 6 out: built into them, those loops
+/// slowed AVX512-BF16's bf16 rotate_half at 128, which shares their function, and 3 is left
+/// out of AVX2's f32 kernel, where it slowed the interleaved passes at 128 (`cargo bench
+/// --bench ratio -- heads`, both tiers).
+#[inline(always)]
+fn holds<S: Simd, I: Element>(nv: usize) -> bool {
+    matches!(nv, 2 | 4 | 8)
+        || matches!(I::DTYPE, Dtype::F32) && (nv == 6 || nv == 3 && S::LANES == 16)
+}
+
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
 const NORM_GROUP: usize = 16;
 
@@ -40,7 +53,7 @@ impl<S: Simd> Run<'_, S> {
         // Whole bf16 windows on a tier that streams them split (see `Run::rotate_split`),
         // unless their table stays in registers (below).
         let split = const { split_stream::<S, I, O, ONCE, WHOLE>() }
-            && !(4 * nv <= S::REGISTERS && matches!(nv, 2 | 4 | 8))
+            && !(4 * nv <= S::REGISTERS && holds::<S, I>(nv))
             && self.splits::<IL>();
         self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], split));
         let single = self.tokens == 1;
@@ -58,7 +71,7 @@ impl<S: Simd> Run<'_, S> {
         // Two heads per pass share each table load: a single token's, and rotate_half's
         // streaming (see the module docs).
         let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
-        if !S::REFERENCE && matches!(resident, 2 | 4 | 8) {
+        if !S::REFERENCE && holds::<S, I>(resident) {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
             // window; the table of item 0 is complete (and not split: `split` excludes these
             // calls).
@@ -331,12 +344,18 @@ impl<S: Simd> Run<'_, S> {
             match nv {
                 2 => tokens!(2, true),
                 4 => tokens!(4, true),
+                3 if const { S::LANES == 16 && matches!(I::DTYPE, Dtype::F32) } => tokens!(3, true),
+                6 if const { matches!(I::DTYPE, Dtype::F32) } => tokens!(6, true),
                 _ => tokens!(8, true),
             }
         } else {
             match nv {
                 2 => tokens!(2, false),
                 4 => tokens!(4, false),
+                3 if const { S::LANES == 16 && matches!(I::DTYPE, Dtype::F32) } => {
+                    tokens!(3, false)
+                }
+                6 if const { matches!(I::DTYPE, Dtype::F32) } => tokens!(6, false),
                 _ => tokens!(8, false),
             }
         }
