@@ -8,7 +8,7 @@
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
-//! in cache, whole heads of 2, 4 or 8 table vectors (f32: 3, 6 too):  // `stream_resident`
+//! whole heads of 2, 4 or 8 table vectors (f32: 3, 6 too; see below): // `stream_resident`
 //!     for each token t:                                              // one loop, skew settled per call
 //!         for each target buffer, each view of heads:
 //!             load table[t] into registers; rotate every head with them
@@ -28,9 +28,8 @@
 //! in-place memory ceiling over the same bytes, per layout, dtype and token count):
 //! * Heads in memory order. Visiting heads inner-most, block by block, keeps the table in
 //!   registers but loses the hardware prefetchers' stream.
-//! * In cache ([`IN_CACHE_BYTES`](stream::IN_CACHE_BYTES)), when a token's table is 2, 4 or 8 vectors (the window a
-//!   whole number of them) (head_dim 128: rotate_half on both x86 tiers, interleaved on
-//!   AVX-512), the table is loaded into registers once per token and every head of the view
+//! * When a token's table is 2, 4 or 8 vectors and the window a whole number of them
+//!   (head_dim 128: rotate_half on both x86 tiers, interleaved on AVX-512), the table is loaded into registers once per token and every head of the view
 //!   is rotated from them, the next table computed after the last head (`Run::resident`).
 //!   f32 heads of 96 (3 and 6 vectors on AVX-512, 6 on AVX2) do the same, where the passes
 //!   below took half again as long in cache and at decode (`cargo bench --bench ratio --
@@ -40,11 +39,13 @@
 //!   skew settled once and, for a single view, only its pointers advanced per token: inside
 //!   the general loop below, the per-token work stalled the head loops around it (`cargo
 //!   bench --bench bare`, posenc against the same head loop written bare).
-//!   That won for f32 sources in cache in both layouts, decode included; past the caches
-//!   one f32 head per pass won. For 16-bit sources it won at every size where the table takes
-//!   at most half the registers (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench
-//!   ratio`, the 4096-token bf16 and f16 rows, whose widening and rounding keep them from
-//!   being bound by memory alone); with AVX2's 16 registers, 16-bit rotate_half at head_dim
+//!   That won for f32 sources in cache in both layouts, decode included, and in place past
+//!   the caches too (`cargo bench --bench ratio -- heads`, 2048 tokens, and the 4096-token
+//!   rows, both x86 tiers); an f32 call into another buffer takes one head per pass there,
+//!   which won in `cargo bench --bench fused` when it was measured against this loop. For
+//!   16-bit sources it won at every size where the table takes at most half the registers
+//!   (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench ratio`, the 4096-token bf16
+//!   and f16 rows, whose widening and rounding keep them from being bound by memory alone); with AVX2's 16 registers, 16-bit rotate_half at head_dim
 //!   128 (a table of 16) measured worse than two heads per pass. The rest keep the passes
 //!   below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in

@@ -10,12 +10,13 @@ use crate::engine::angles::Tab;
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::Simd;
 
-/// Up to this many bytes per call, a call counts as in cache: the table stays in registers
-/// across heads (16-bit sources keep it there at any size), and rotate_half with an f32
-/// source rotates two heads per pass where it does not; beyond it, one head per pass from a
-/// table in memory (see the module docs). Between the largest call where the in-cache paths
-/// won (512 tokens × 32 heads × 128, f32: 8 MiB) and the smallest where one head per pass won
-/// (1024 tokens: 16 MiB) in `cargo bench --bench ratio` on both x86 tiers.
+/// Up to this many bytes per call, a call counts as in cache: an f32 call into another buffer
+/// keeps the table in registers across heads (in place, and 16-bit sources, keep it there at
+/// any size), and rotate_half with an f32 source rotates two heads per pass where it does not
+/// keep it; beyond it, one head per pass from a table in memory (see the module docs).
+/// Between the largest call where the in-cache paths won (512 tokens × 32 heads × 128, f32:
+/// 8 MiB) and the smallest where one head per pass won (1024 tokens: 16 MiB) in `cargo bench
+/// --bench ratio` and `--bench fused` (rotate-into) on both x86 tiers.
 pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 
 /// Whether a table of `nv` vectors per token from `I` heads is held in registers across the
@@ -60,11 +61,11 @@ impl<S: Simd> Run<'_, S> {
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
         // Vectors of the table held in registers across the heads of a token (0: none), for
-        // the calls where that won (see the module docs): an f32 source's in cache, or a
-        // 16-bit source's at any size when the table (`2·nv` registers) leaves half the
-        // register file to the conversions.
+        // the calls where that won (see the module docs): an f32 source's in place at any
+        // size and into another buffer in cache, or a 16-bit source's at any size when the
+        // table (`2·nv` registers) leaves half the register file to the conversions.
         let fits = match I::DTYPE {
-            Dtype::F32 => in_cache,
+            Dtype::F32 => in_cache || !into(targets),
             Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
         };
         let resident = if WHOLE && fits { nv } else { 0 };
@@ -478,6 +479,14 @@ impl<S: Simd> Run<'_, S> {
             self.complete::<I, IL, ONCE>(&mut next);
         }
     }
+}
+
+/// Whether a call writes another buffer than it reads (rotate-into).
+#[inline(always)]
+fn into<I: Element, O: Element>(targets: &[Target<'_, I, O>]) -> bool {
+    targets
+        .iter()
+        .any(|t| !core::ptr::eq(t.src().0.cast::<u8>(), t.dst().0.cast::<u8>().cast_const()))
 }
 
 /// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
