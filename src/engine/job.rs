@@ -85,6 +85,12 @@ impl<'a, I, O> Target<'a, I, O> {
     pub(crate) fn dst(&self) -> (*mut O, usize) {
         (self.dst, self.dst_len)
     }
+
+    /// Whether the target writes another buffer than it reads (rotate-into).
+    #[inline(always)]
+    pub(crate) fn writes_elsewhere(&self) -> bool {
+        !core::ptr::eq(self.src.cast::<u8>(), self.dst.cast::<u8>().cast_const())
+    }
 }
 
 /// Which weight an RMSNorm multiplies by.

@@ -29,8 +29,9 @@
 //! * Heads in memory order. Visiting heads inner-most, block by block, keeps the table in
 //!   registers but loses the hardware prefetchers' stream.
 //! * When a token's table is 2, 4 or 8 vectors and the window a whole number of them
-//!   (head_dim 128: rotate_half on both x86 tiers, interleaved on AVX-512), the table is loaded into registers once per token and every head of the view
-//!   is rotated from them, the next table computed after the last head (`Run::resident`).
+//!   (head_dim 128: rotate_half on both x86 tiers, interleaved on AVX-512), the table is
+//!   loaded into registers once per token and every head of the view is rotated from them,
+//!   the next table computed after the last head (`Run::resident`).
 //!   f32 heads of 96 (3 and 6 vectors on AVX-512, 6 on AVX2) do the same, where the passes
 //!   below took half again as long in cache and at decode (`cargo bench --bench ratio --
 //!   heads`); the 16-bit kernels leave those sizes out, since built in they slowed the
@@ -45,9 +46,9 @@
 //!   which won in `cargo bench --bench fused` when it was measured against this loop. For
 //!   16-bit sources it won at every size where the table takes at most half the registers
 //!   (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench ratio`, the 4096-token bf16
-//!   and f16 rows, whose widening and rounding keep them from being bound by memory alone); with AVX2's 16 registers, 16-bit rotate_half at head_dim
-//!   128 (a table of 16) measured worse than two heads per pass. The rest keep the passes
-//!   below.
+//!   and f16 rows, whose widening and rounding keep them from being bound by memory alone);
+//!   with AVX2's 16 registers, 16-bit rotate_half at head_dim 128 (a table of 16) measured
+//!   worse than two heads per pass. The rest keep the passes below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens, and gained nothing at 64 on AVX2:

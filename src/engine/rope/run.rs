@@ -127,8 +127,12 @@ impl<S: Simd> Run<'_, S> {
     pub(super) fn bytes<I: Element, O: Element>(&self, targets: &[Target<'_, I, O>]) -> usize {
         let mut per_token = 0usize;
         for t in targets {
-            let into = !core::ptr::eq(t.src().0.cast::<u8>(), t.dst().0.cast::<u8>().cast_const());
-            let size = size_of::<I>() + if into { size_of::<O>() } else { 0 };
+            let size = size_of::<I>()
+                + if t.writes_elsewhere() {
+                    size_of::<O>()
+                } else {
+                    0
+                };
             for v in t.src_views {
                 per_token = per_token.saturating_add(v.n_heads.saturating_mul(size));
             }

@@ -28,8 +28,13 @@ pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 /// --bench ratio -- heads`, both tiers).
 #[inline(always)]
 fn holds<S: Simd, I: Element>(nv: usize) -> bool {
-    matches!(nv, 2 | 4 | 8)
-        || matches!(I::DTYPE, Dtype::F32) && (nv == 6 || nv == 3 && S::LANES == 16)
+    matches!(nv, 2 | 4 | 8) || f32_only::<S, I>(nv)
+}
+
+/// The sizes [`holds`] takes for f32 heads only: a constant for each, so that the kernels
+/// without them do not contain their loops.
+const fn f32_only<S: Simd, I: Element>(nv: usize) -> bool {
+    matches!(I::DTYPE, Dtype::F32) && (nv == 6 || nv == 3 && S::LANES == 16)
 }
 
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
@@ -65,7 +70,7 @@ impl<S: Simd> Run<'_, S> {
         // size and into another buffer in cache, or a 16-bit source's at any size when the
         // table (`2·nv` registers) leaves half the register file to the conversions.
         let fits = match I::DTYPE {
-            Dtype::F32 => in_cache || !into(targets),
+            Dtype::F32 => in_cache || !targets.iter().any(Target::writes_elsewhere),
             Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
         };
         let resident = if WHOLE && fits { nv } else { 0 };
@@ -345,18 +350,18 @@ impl<S: Simd> Run<'_, S> {
             match nv {
                 2 => tokens!(2, true),
                 4 => tokens!(4, true),
-                3 if const { S::LANES == 16 && matches!(I::DTYPE, Dtype::F32) } => tokens!(3, true),
-                6 if const { matches!(I::DTYPE, Dtype::F32) } => tokens!(6, true),
+                3 if const { f32_only::<S, I>(3) } => tokens!(3, true),
+                6 if const { f32_only::<S, I>(6) } => tokens!(6, true),
                 _ => tokens!(8, true),
             }
         } else {
             match nv {
                 2 => tokens!(2, false),
                 4 => tokens!(4, false),
-                3 if const { S::LANES == 16 && matches!(I::DTYPE, Dtype::F32) } => {
+                3 if const { f32_only::<S, I>(3) } => {
                     tokens!(3, false)
                 }
-                6 if const { matches!(I::DTYPE, Dtype::F32) } => tokens!(6, false),
+                6 if const { f32_only::<S, I>(6) } => tokens!(6, false),
                 _ => tokens!(8, false),
             }
         }
@@ -479,14 +484,6 @@ impl<S: Simd> Run<'_, S> {
             self.complete::<I, IL, ONCE>(&mut next);
         }
     }
-}
-
-/// Whether a call writes another buffer than it reads (rotate-into).
-#[inline(always)]
-fn into<I: Element, O: Element>(targets: &[Target<'_, I, O>]) -> bool {
-    targets
-        .iter()
-        .any(|t| !core::ptr::eq(t.src().0.cast::<u8>(), t.dst().0.cast::<u8>().cast_const()))
 }
 
 /// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
