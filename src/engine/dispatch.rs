@@ -3,9 +3,9 @@
 //!
 //! An operation is a [`Kernel`]: written once, generic over the vector trait. `dispatch`
 //! matches the backend once per public call (never per row) and hands the kernel to the
-//! tier's token: `Scalar` and `Portable` run it directly; an x86 or aarch64 tier first proves itself
-//! (`Avx2::new()` returns a token only where the CPU has the features), then runs the
-//! kernel inside its `#[target_feature]` entry function. Adding an operation needs no change
+//! tier's token: `Scalar` and `Portable` run it in an entry function of their own; an x86 or
+//! aarch64 tier first proves itself (`Avx2::new()` returns a token only where the CPU has the
+//! features), then runs the kernel inside its `#[target_feature]` entry function. Adding an operation needs no change
 //! here; adding a tier is one arm.
 //!
 //! Built with `--cfg posenc_portable_only` (a development switch, not a feature: mutation
@@ -30,12 +30,12 @@ use crate::types::Backend;
 #[inline]
 pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
     match backend {
-        Backend::Scalar => k.run(Scalar),
-        Backend::Portable => k.run(Portable),
+        Backend::Scalar => run_scalar(k),
+        Backend::Portable => run_portable(k),
         #[cfg(all(target_arch = "x86_64", not(posenc_portable_only)))]
         Backend::Avx2 => match Avx2::new() {
             Some(t) => t.vectorize(k),
-            None => k.run(Portable),
+            None => run_portable(k),
         },
         #[cfg(all(target_arch = "x86_64", not(posenc_portable_only)))]
         Backend::Avx512 => match Avx512::new() {
@@ -43,24 +43,41 @@ pub(crate) fn dispatch<K: Kernel>(backend: Backend, k: K) -> K::Output {
                 Some(t) if K::ROUNDS_TO_BF16 => t.vectorize(k),
                 _ => t.vectorize(k),
             },
-            None => k.run(Portable),
+            None => run_portable(k),
         },
         #[cfg(any(not(target_arch = "x86_64"), posenc_portable_only))]
-        Backend::Avx2 | Backend::Avx512 => k.run(Portable),
+        Backend::Avx2 | Backend::Avx512 => run_portable(k),
         #[cfg(all(target_arch = "aarch64", not(posenc_portable_only)))]
         Backend::Neon => match Neon::new() {
             Some(t) => match t.native_bf16() {
                 Some(t) if K::ROUNDS_TO_BF16 => t.vectorize(k),
                 _ => t.vectorize(k),
             },
-            None => k.run(Portable),
+            None => run_portable(k),
         },
         #[cfg(any(not(target_arch = "aarch64"), posenc_portable_only))]
-        Backend::Neon => k.run(Portable),
+        Backend::Neon => run_portable(k),
     }
 }
 
 /// Whether `backend` can run on this CPU and build.
+/// The scalar tier's entry function. Not inlined, as the SIMD tiers' `#[target_feature]`
+/// entries cannot be: each tier's instance of a kernel then has a stack frame of its own, so
+/// the frames of two tiers never stack up in one call. Unoptimised (a debug build, or the
+/// fuzz replay at opt-level 0), where inlined code keeps every local in its own slot, a
+/// kernel's frame runs to about a megabyte, and `dispatch` holding the scalar and portable
+/// instances overflowed a test thread's 2 MiB stack on the way to the AVX-512 one.
+#[inline(never)]
+fn run_scalar<K: Kernel>(k: K) -> K::Output {
+    k.run(Scalar)
+}
+
+/// The portable tier's entry function (see [`run_scalar`]).
+#[inline(never)]
+fn run_portable<K: Kernel>(k: K) -> K::Output {
+    k.run(Portable)
+}
+
 #[inline]
 pub(crate) fn is_available(backend: Backend) -> bool {
     match backend {
