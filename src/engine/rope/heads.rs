@@ -63,6 +63,33 @@ pub(super) const fn skewable<S: Simd, I: Element, O: Element, const WHOLE: bool>
     WHOLE && S::HALVES && matches!(I::DTYPE, Dtype::F32) && matches!(O::DTYPE, Dtype::F32)
 }
 
+/// How many rotate_half vectors of `I` the head loops load from a window's first half before
+/// the first of their partners in the second half: 256 bytes, at most [`MAX_BLOCK`] vectors;
+/// 0 (the vectors in pairs) for 16-bit sources.
+///
+/// Loaded in pairs (`v`, `half + v`), f32 windows whose halves lie 512 bytes or more apart
+/// (heads of 256) ran at about half their bytes ceiling once the call outgrew L2, on both x86
+/// tiers; four cache lines of the first half ahead ran them at the ceiling (two lines: halfway
+/// there), and AVX-512's heads of 64 gained in cache too. The 16-bit kernels lost with blocks
+/// (`cargo bench --bench ratio -- heads`, both tiers). The compiler cannot move these loads
+/// ahead itself: the stores between them may alias them.
+const fn half_block<S: Simd, I: Element>() -> usize {
+    if !matches!(I::DTYPE, Dtype::F32) {
+        return 0;
+    }
+    let v = 256 / (S::LANES * size_of::<f32>());
+    if v == 0 {
+        1
+    } else if v > MAX_BLOCK {
+        MAX_BLOCK
+    } else {
+        v
+    }
+}
+
+/// The most first-half vectors [`half_block`] holds: half of AVX2's register file.
+const MAX_BLOCK: usize = 8;
+
 impl<S: Simd> Run<'_, S> {
     /// The channels of a head outside its rotary window, from `p` (source head) to `q`
     /// (destination head): converted, normalised first when `NORM`.
@@ -209,7 +236,40 @@ impl<S: Simd> Run<'_, S> {
             }
         } else {
             let nl = n / l * l;
-            for k in (0..nl).step_by(l) {
+            // One head per pass: whole blocks of B = `half_block` vectors, each block's
+            // first-half vectors loaded first (see `half_block`), then the vectors left over;
+            // two or four heads per pass load each table vector once for all of them instead
+            // (blocks there, with a table load per head, lost):
+            //   for each block [k0, k0 + B·l):  x[b] = load(k0 + b·l) for b < B, then
+            //       for b < B: y = load(half + k0 + b·l); store the rotations of (x[b], y)
+            let bl = const { if H == 1 { half_block::<S, I>() } else { 0 } } * l;
+            let mut k0 = 0;
+            while bl > 0 && k0 + bl <= nl {
+                // SAFETY: pairs `j0 + k0 .. + bl ≤ j0 + nl ≤ half` of the one window (`H` is
+                // 1), in its first half and (`half` further) its second (and weights); the
+                // table's entries `k0 .. k0 + bl ≤ n` were written for this chunk; in place,
+                // the stores reach only vectors this block has loaded.
+                unsafe {
+                    let (a, b, w) = (p0.add(j0), q0.add(j0), w.wrapping_add(j0));
+                    let mut x = [s.splat(0.0); MAX_BLOCK];
+                    for (v, x) in x[..bl / l].iter_mut().enumerate() {
+                        let k = k0 + v * l;
+                        *x = self.ld::<I, ONCE, NORM>(a.add(k), w.wrapping_add(k), pre);
+                    }
+                    for (v, &x) in x[..bl / l].iter().enumerate() {
+                        let k = k0 + v * l;
+                        let (c, sn) = tab.get(s, k);
+                        let y = self.ld::<I, ONCE, NORM>(
+                            a.add(half + k),
+                            w.wrapping_add(half + k),
+                            pre,
+                        );
+                        self.half_pair::<I, O, ONCE>(x, y, b.add(k), b.add(half + k), c, sn);
+                    }
+                }
+                k0 += bl;
+            }
+            for k in (k0..nl).step_by(l) {
                 // SAFETY: entries `k .. k + l ≤ n` of the table were written for this chunk.
                 let (c, sn) = unsafe { tab.get(s, k) };
                 for i in 0..H {
@@ -320,6 +380,7 @@ impl<S: Simd> Run<'_, S> {
     /// ```text
     /// c[v], s[v] = table vector v                (v < NV; interleaved: the expanded entries)
     /// for each head h:  for each v:  rotate vector v (rotate_half: v and v + half) with c[v], s[v]
+    ///     (f32 rotate_half: the v of a block of `half_block` loaded first, then each v + half)
     /// ```
     ///
     /// The next token's table is then computed after the last head rather than a block per
@@ -401,11 +462,39 @@ impl<S: Simd> Run<'_, S> {
                 }
                 continue;
             }
-            for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate() {
-                let k = e + v * l;
-                // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
-                // partner `half` further), inside the window (the caller's precondition).
-                unsafe { self.vector::<I, O, IL, ONCE>(p, q, k, c, sn) };
+            // (Heads of 96, 3 or 6 vectors, keep the pairs: blocked, they lost in cache on
+            // both tiers and gained only past the caches, `cargo bench --bench ratio -- heads`.)
+            if IL || const { half_block::<S, I>() == 0 || !NV.is_power_of_two() } {
+                for (v, (&c, &sn)) in c[..whole].iter().zip(&sn[..whole]).enumerate() {
+                    // SAFETY: vector `v` of the window of head `h < nh` (rotate_half: and its
+                    // partner `half` further), inside it (the caller's precondition).
+                    unsafe { self.vector::<I, O, IL, ONCE>(p, q, e + v * l, c, sn) };
+                }
+                continue;
+            }
+            // rotate_half: vectors in blocks of up to `half_block`, each block's first-half
+            // vectors loaded before any of its second-half ones (see `half_block`):
+            //   for each block [v0, v1): x[v] = load(v) for v in v0..v1, then
+            //   for v in v0..v1: y = load(half + v); store rotations of (x[v], y) to v, half + v
+            let mut v0 = 0;
+            while v0 < whole {
+                let v1 = whole.min(v0 + const { half_block::<S, I>() });
+                let mut x = [s.splat(0.0); MAX_BLOCK];
+                for (v, x) in (v0..v1).zip(&mut x) {
+                    // SAFETY: vector `v < whole` of the window of head `h < nh`, in its first
+                    // half (the caller's precondition); nothing of the block is stored yet.
+                    *x = unsafe { s.ld::<I>(p.add(e + v * l)) };
+                }
+                for (v, &x) in (v0..v1).zip(&x) {
+                    let k = e + v * l;
+                    // SAFETY: as above, and its partner `half` further, in the second half;
+                    // in place, the stores below reach only vectors this block has loaded.
+                    unsafe {
+                        let y = s.ld::<I>(p.add(half + k));
+                        self.half_pair::<I, O, ONCE>(x, y, q.add(k), q.add(half + k), c[v], sn[v]);
+                    }
+                }
+                v0 = v1;
             }
         }
     }
