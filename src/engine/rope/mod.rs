@@ -52,7 +52,9 @@
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens, and gained nothing at 64 on AVX2:
-//!   `cargo bench --bench align`) and 2 for rotate_half, except that
+//!   `cargo bench --bench align`; 16-bit ones lost past the caches on AVX-512 too, `cargo
+//!   bench --bench ratio -- heads`) except f32 in cache on AVX-512, whose heads of 256 gained
+//!   with 2 (`-- heads`), and 2 for rotate_half, except that
 //!   a call reading f32 heads takes 1 once its data outgrows the caches
 //!   ([`IN_CACHE_BYTES`](stream::IN_CACHE_BYTES)): two f32 heads per pass won up to 512 tokens × 32 heads but lost
 //!   clearly from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2 and

@@ -74,9 +74,11 @@ impl<S: Simd> Run<'_, S> {
             Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
         };
         let resident = if WHOLE && fits { nv } else { 0 };
-        // Two heads per pass share each table load: a single token's, and rotate_half's
-        // streaming (see the module docs).
-        let pair_heads = single || !IL && (I::DTYPE != Dtype::F32 || in_cache);
+        // Two heads per pass share each table load: a single token's, rotate_half's streaming,
+        // and AVX-512's f32 interleaved streaming in cache (see the module docs).
+        let pair_heads = single
+            || !IL && (I::DTYPE != Dtype::F32 || in_cache)
+            || IL && S::LANES == 16 && I::DTYPE == Dtype::F32 && in_cache;
         if !S::REFERENCE && holds::<S, I>(resident) {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
             // window; the table of item 0 is complete (and not split: `split` excludes these
