@@ -1,8 +1,9 @@
 //! The fused runtime ops against their unfused sequences, side by side: the contenders of
 //! each comparison are timed alternately (31 rounds, each long enough to measure), so both
-//! see the same machine state; medians, the min–max range of the per-round ratio, one thread, the
-//! active backend. `cargo bench --bench fused` (pin it: `taskset -c 1 cargo bench --bench
-//! fused`). Shapes: Llama-3-8B (32 Q heads, 8 KV heads, head_dim 128), 64 / 512 / 4096 tokens.
+//! see the same machine state; medians, the min–max range of the per-round ratio, one thread,
+//! the active backend (`POSENC_BENCH_BACKEND=avx2` times that tier instead). `cargo bench
+//! --bench fused` (pin it: `taskset -c 1 cargo bench --bench fused`). Shapes: Llama-3-8B (32 Q
+//! heads, 8 KV heads, head_dim 128), 64 / 512 / 4096 tokens.
 //!
 //! * rotate-into: K (f32) into a bf16 / f16 cache slot, against a plain convert-and-copy of
 //!   the same bytes (`half`'s slice conversion) and against `apply` then that conversion;
@@ -19,8 +20,10 @@
 //! (the angles-once path a runtime takes per forward). Arguments name the sections to run:
 //! `cargo bench --bench fused -- into qknorm backward qk`.
 
+mod common;
+
 use half::slice::HalfFloatSliceExt;
-use posenc::{Backend, Element, Layout, RmsNorm, Rope, RopeConfig, View, bf16, f16};
+use posenc::{Element, Layout, RmsNorm, Rope, RopeConfig, View, bf16, f16};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -84,7 +87,9 @@ impl Convert for f16 {
 }
 
 fn into<O: Convert>(tokens: usize, name: &str) {
-    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf)).unwrap();
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf))
+        .and_then(|r| r.with_backend(common::chosen_backend()))
+        .unwrap();
     let mut k: Vec<f32> = (0..tokens * NKV * HD)
         .map(|i| 1.0 + (i % 17) as f32 / 17.0)
         .collect();
@@ -144,7 +149,9 @@ fn into<O: Convert>(tokens: usize, name: &str) {
 }
 
 fn qknorm<T: Element>(tokens: usize, name: &str) {
-    let rope = Rope::new(&RopeConfig::new(HD, 1e6, Layout::RotateHalf)).unwrap();
+    let rope = Rope::new(&RopeConfig::new(HD, 1e6, Layout::RotateHalf))
+        .and_then(|r| r.with_backend(common::chosen_backend()))
+        .unwrap();
     let mut q: Vec<T> = (0..tokens * NQ * HD)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
@@ -206,7 +213,9 @@ fn qknorm<T: Element>(tokens: usize, name: &str) {
 }
 
 fn backward<T: Element>(tokens: usize, name: &str) {
-    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf)).unwrap();
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, Layout::RotateHalf))
+        .and_then(|r| r.with_backend(common::chosen_backend()))
+        .unwrap();
     let mut q: Vec<T> = (0..tokens * NQ * HD)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
@@ -237,7 +246,9 @@ fn backward<T: Element>(tokens: usize, name: &str) {
 /// One `apply_qk` call against `apply` on Q then on K (each call computes the angles again
 /// from positions; from a table both read the same one).
 fn qk<T: Element>(tokens: usize, layout: Layout, name: &str) {
-    let rope = Rope::new(&RopeConfig::new(HD, 5e5, layout)).unwrap();
+    let rope = Rope::new(&RopeConfig::new(HD, 5e5, layout))
+        .and_then(|r| r.with_backend(common::chosen_backend()))
+        .unwrap();
     let q: Vec<T> = (0..tokens * NQ * HD)
         .map(|i| T::from_f32(1.0 + (i % 17) as f32 / 17.0))
         .collect();
@@ -288,7 +299,7 @@ fn qk<T: Element>(tokens: usize, layout: Layout, name: &str) {
 fn main() {
     println!(
         "backend {}; medians of {ROUNDS} alternating rounds; (min–max of the per-round ratio)",
-        Backend::active().name()
+        common::chosen_backend().name()
     );
     // An argument (`cargo bench --bench fused -- into`) runs only the sections it names.
     let only: Vec<String> = std::env::args()

@@ -57,15 +57,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The backend timed: `POSENC_BENCH_BACKEND` by name, else the active one.
+/// The backend timed (see [`common::chosen_backend`]).
 fn backend() -> Backend {
-    static CHOSEN: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
-    *CHOSEN.get_or_init(|| match std::env::var("POSENC_BENCH_BACKEND") {
-        Ok(name) => Backend::available()
-            .find(|b| b.name() == name)
-            .unwrap_or_else(|| panic!("POSENC_BENCH_BACKEND={name}: not available here")),
-        Err(_) => Backend::active(),
-    })
+    common::chosen_backend()
 }
 
 /// The bytes ceiling of a buffer of `T`: no conversion, the cheapest op of its width.

@@ -1,4 +1,4 @@
-//! Shared by the benches (`rope.rs`, `sinusoidal.rs`, `quant.rs`, `ratio.rs`): the criterion
+//! Shared by the benches (`rope.rs`, `sinusoidal.rs`, `quant.rs`, `ratio.rs`, `fused.rs`): the criterion
 //! configuration, the list of backends, deterministic inputs and the memory-ceiling kernels.
 //!
 //! (A directory module, not `benches/common.rs`, so Cargo does not discover it as a bench.)
@@ -24,6 +24,18 @@ pub fn config() -> Criterion {
 /// tiers show up in the benches without edits here.
 pub fn backends() -> impl Iterator<Item = Backend> {
     Backend::available()
+}
+
+/// The backend a bench times: `POSENC_BENCH_BACKEND` by name (`avx2` on an AVX-512 host, to
+/// time that tier), else the active one.
+pub fn chosen_backend() -> Backend {
+    static CHOSEN: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| match std::env::var("POSENC_BENCH_BACKEND") {
+        Ok(name) => Backend::available()
+            .find(|b| b.name() == name)
+            .unwrap_or_else(|| panic!("POSENC_BENCH_BACKEND={name}: not available here")),
+        Err(_) => Backend::active(),
+    })
 }
 
 /// Deterministic values uniform in `[lo, hi)` (splitmix64), the same on every run.

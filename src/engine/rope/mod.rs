@@ -40,10 +40,10 @@
 //!   skew settled once and, for a single view, only its pointers advanced per token: inside
 //!   the general loop below, the per-token work stalled the head loops around it (`cargo
 //!   bench --bench bare`, posenc against the same head loop written bare).
-//!   That won for f32 sources in cache in both layouts, decode included, and in place past
-//!   the caches too (`cargo bench --bench ratio -- heads`, 2048 tokens, and the 4096-token
-//!   rows, both x86 tiers); an f32 call into another buffer takes one head per pass there,
-//!   which won in `cargo bench --bench fused` when it was measured against this loop. For
+//!   That won for f32 sources in cache in both layouts, decode included, and past the caches
+//!   too, in place (`cargo bench --bench ratio -- heads`, 2048 tokens, and the 4096-token
+//!   rows) and into a 16-bit cache (`cargo bench --bench fused -- into`, 4096 tokens), both
+//!   x86 tiers. For
 //!   16-bit sources it won at every size where the table takes at most half the registers
 //!   (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench ratio`, the 4096-token bf16
 //!   and f16 rows, whose widening and rounding keep them from being bound by memory alone);

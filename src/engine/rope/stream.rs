@@ -10,10 +10,9 @@ use crate::engine::angles::Tab;
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::Simd;
 
-/// Up to this many bytes per call, a call counts as in cache: an f32 call into another buffer
-/// keeps the table in registers across heads (in place, and 16-bit sources, keep it there at
-/// any size), and rotate_half with an f32 source rotates two heads per pass where it does not
-/// keep it; beyond it, one head per pass from a table in memory (see the module docs).
+/// Up to this many bytes per call, a call counts as in cache: where an f32 source's table is not
+/// held in registers, two heads per pass share each table load (rotate_half; interleaved on
+/// AVX-512); beyond it, one head per pass (see the module docs).
 /// Between the largest call where the in-cache paths won (512 tokens × 32 heads × 128, f32:
 /// 8 MiB) and the smallest where one head per pass won (1024 tokens: 16 MiB) in `cargo bench
 /// --bench ratio` and `--bench fused` (rotate-into) on both x86 tiers.
@@ -66,13 +65,10 @@ impl<S: Simd> Run<'_, S> {
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
         // Vectors of the table held in registers across the heads of a token (0: none), for
-        // the calls where that won (see the module docs): an f32 source's in place at any
-        // size and into another buffer in cache, or a 16-bit source's at any size when the
-        // table (`2·nv` registers) leaves half the register file to the conversions.
-        let fits = match I::DTYPE {
-            Dtype::F32 => in_cache || !targets.iter().any(Target::writes_elsewhere),
-            Dtype::F16 | Dtype::Bf16 => 4 * nv <= S::REGISTERS,
-        };
+        // the calls where that won (see the module docs): an f32 source's at any size, in place
+        // or into another buffer, or a 16-bit source's at any size when the table (`2·nv`
+        // registers) leaves half the register file to the conversions.
+        let fits = I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS;
         let resident = if WHOLE && fits { nv } else { 0 };
         // Two heads per pass share each table load: a single token's, rotate_half's streaming,
         // and AVX-512's f32 interleaved streaming in cache (see the module docs).
