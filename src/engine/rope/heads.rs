@@ -237,12 +237,19 @@ impl<S: Simd> Run<'_, S> {
         } else {
             let nl = n / l * l;
             // One head per pass: whole blocks of B = `half_block` vectors, each block's
-            // first-half vectors loaded first (see `half_block`), then the vectors left over;
-            // two or four heads per pass load each table vector once for all of them instead
-            // (blocks there, with a table load per head, lost):
+            // first-half vectors loaded first (see `half_block`), then the vectors left over.
+            // Two or four heads per pass load each table vector once for all of them instead
+            // (blocks there, with a table load per head, lost), and the norm's passes keep
+            // the pairs (blocked, they lost in `cargo bench --bench fused -- qknorm`):
             //   for each block [k0, k0 + B·l):  x[b] = load(k0 + b·l) for b < B, then
             //       for b < B: y = load(half + k0 + b·l); store the rotations of (x[b], y)
-            let bl = const { if H == 1 { half_block::<S, I>() } else { 0 } } * l;
+            let bl = const {
+                if H == 1 && !NORM {
+                    half_block::<S, I>()
+                } else {
+                    0
+                }
+            } * l;
             let mut k0 = 0;
             while bl > 0 && k0 + bl <= nl {
                 // SAFETY: pairs `j0 + k0 .. + bl ≤ j0 + nl ≤ half` of the one window (`H` is
