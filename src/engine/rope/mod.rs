@@ -43,10 +43,10 @@
 //!   That won for f32 sources in cache in both layouts, decode included, and past the caches
 //!   too, in place (`cargo bench --bench ratio -- heads`, 2048 tokens, and the 4096-token
 //!   rows) and into a 16-bit cache (`cargo bench --bench fused -- into`, 4096 tokens), both
-//!   x86 tiers. For
-//!   16-bit sources it won at every size where the table takes at most half the registers
-//!   (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench ratio`, the 4096-token bf16
-//!   and f16 rows, whose widening and rounding keep them from being bound by memory alone);
+//!   x86 tiers. For 16-bit sources it won at every size where the table takes at most half
+//!   the registers (head_dim 128 on AVX-512, 64 on AVX2: `cargo bench --bench ratio`, the
+//!   4096-token bf16 and f16 rows, whose widening and rounding keep them from being bound by
+//!   memory alone);
 //!   with AVX2's 16 registers, 16-bit rotate_half at head_dim 128 (a table of 16) measured
 //!   worse than two heads per pass. The rest keep the passes below.
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
@@ -54,8 +54,8 @@
 //!   interleaved heads per pass lost at 512–4096 tokens, and gained nothing at 64 on AVX2:
 //!   `cargo bench --bench align`; 16-bit ones lost past the caches on AVX-512 too, `cargo
 //!   bench --bench ratio -- heads`) except f32 in cache on AVX-512, whose heads of 256 gained
-//!   with 2 (`-- heads`), and 2 for rotate_half, except that
-//!   a call reading f32 heads takes 1 once its data outgrows the caches
+//!   with 2 (`-- heads`), and 2 for rotate_half, except that a call reading f32 heads takes 1
+//!   once its data outgrows the caches
 //!   ([`IN_CACHE_BYTES`](stream::IN_CACHE_BYTES)): two f32 heads per pass won up to 512 tokens × 32 heads but lost
 //!   clearly from 1024 tokens up, in place and into an f16/bf16 cache, on the AVX2 and
 //!   AVX-512 tiers (`cargo bench --bench ratio`, `POSENC_BENCH_BACKEND=avx2` for the
