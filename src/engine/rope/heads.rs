@@ -77,14 +77,9 @@ const fn half_block<S: Simd, I: Element>() -> usize {
     if !matches!(I::DTYPE, Dtype::F32) {
         return 0;
     }
+    // (At least 4: no tier's vectors are wider than 64 bytes.)
     let v = 256 / (S::LANES * size_of::<f32>());
-    if v == 0 {
-        1
-    } else if v > MAX_BLOCK {
-        MAX_BLOCK
-    } else {
-        v
-    }
+    if v > MAX_BLOCK { MAX_BLOCK } else { v }
 }
 
 /// The most first-half vectors [`half_block`] holds: half of AVX2's register file.
