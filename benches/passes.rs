@@ -1,7 +1,7 @@
 //! The passes `ratio.rs` sets RoPE against, each with the timed backend's lanes: the 16-bit
 //! bytes ceiling (`bytes16`) and the arithmetic floors of f32 and 16-bit RoPE (`floor32`,
-//! `floor16`) and of the sinusoidal fill (`sinfloor`). (The f32 bytes ceiling is posenc's own
-//! `bench::memory_ceiling_pass`.)
+//! `floor16`) and of the sinusoidal fill (`sinfloor`), and the sinusoidal fill's conversions
+//! alone (`cvtfloor`). (The f32 bytes ceiling is posenc's own `bench::memory_ceiling_pass`.)
 
 /// The 16-bit bytes ceiling: `x = x·3 + 1` over 16-bit integers, in place.
 pub mod bytes16 {
@@ -310,5 +310,59 @@ pub mod sinfloor {
             }
         }
         body::<8>(ring, k, y0, y1, rows)
+    }
+}
+
+/// The least any fill computing in f64 does: every value of the table rounded once from f64
+/// to f32 and stored, with no arithmetic (the f64 values come from one row's worth in L1).
+/// Where this pass alone is slower than the plain write, no f64 method reaches the write.
+pub mod cvtfloor {
+    use posenc::Element;
+
+    /// Values of the repeated f64 row.
+    const D: usize = 512;
+
+    #[inline(always)]
+    fn body<T: Element>(out: &mut [T], src: &[f64]) {
+        for row in out.chunks_exact_mut(D) {
+            for (o, &s) in row.iter_mut().zip(src) {
+                *o = T::from_f32(s as f32);
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    fn avx512<T: Element>(out: &mut [T], src: &[f64]) {
+        body(out, src)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2<T: Element>(out: &mut [T], src: &[f64]) {
+        body(out, src)
+    }
+
+    /// `out` (whole rows of `D`) from `src` (`D` values), with the timed backend's lanes (f32
+    /// is the pass; other types add their own rounding).
+    pub fn pass<T: Element>(out: &mut [T], src: &[f64]) {
+        assert!(src.len() == D && out.len() % D == 0);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && crate::backend() == posenc::Backend::Avx512
+            {
+                // SAFETY: the CPU has AVX-512F (and AVX2 and FMA with it), checked above.
+                return unsafe { avx512(out, src) };
+            }
+            if std::arch::is_x86_feature_detected!("fma")
+                && crate::backend() == posenc::Backend::Avx2
+            {
+                // SAFETY: the CPU has AVX2 and FMA (the AVX2 backend's requirements), checked
+                // above.
+                return unsafe { avx2(out, src) };
+            }
+        }
+        body(out, src)
     }
 }

@@ -28,17 +28,18 @@
 //! rotation from a table, no 16-bit rotation can be as fast as f32's. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`), and against the
 //! fill's own arithmetic with no memory traffic (`sinfloor`): where that floor is slower than the
-//! write, the method, not memory, bounds the fill.
+//! write, the method, not memory, bounds the fill; and against the table's values rounded from
+//! f64 to f32 and stored with no arithmetic at all (`cvtfloor`), the least any f64 method does.
 //! `cargo bench -p posenc-benches --bench ratio`; the README's speed table comes from it.
 //! `POSENC_BENCH_BACKEND=avx2` (a backend's name) times that tier instead of the active one,
 //! e.g. the AVX2 tier on an AVX-512 host; the 16-bit bytes ceiling then uses AVX2 lanes too.
 //! `cargo bench -p posenc-benches --bench ratio -- heads` times head sizes 64, 96, 128 and 256
-//! instead (1, 64, 512 and 2048 tokens, aligned buffers).
+//! instead (1, 64, 512 and 2048 tokens, aligned buffers); `-- sin` the sinusoidal rows alone.
 
 mod common;
 mod passes;
 
-use passes::{bytes16, floor16, floor32, sinfloor};
+use passes::{bytes16, cvtfloor, floor16, floor32, sinfloor};
 use posenc::bench::memory_ceiling_pass;
 use posenc::{Backend, Element, Layout, Rope, RopeConfig, Sinusoidal, SinusoidalLayout, bf16, f16};
 use std::hint::black_box;
@@ -201,12 +202,13 @@ impl SinFloor {
     }
 }
 
-/// Returns (plain write, fill, floor) in µs for a 4096 × 512 table; the floor (0 without one)
-/// is timed in the same rounds as the write and the fill.
+/// Returns (plain write, fill, floor, conversions) in µs for a 4096 × 512 table; the floor and
+/// the conversions pass (0 without a floor; the caller passes one with f32 only) are timed in
+/// the same rounds as the write and the fill.
 fn run_sin<T: Element>(
     layout: SinusoidalLayout,
     mut floor: Option<&mut SinFloor>,
-) -> (f64, f64, f64) {
+) -> (f64, f64, f64, f64) {
     let pe = Sinusoidal::new(512, 10_000.0, layout)
         .and_then(|p| p.with_backend(backend()))
         .unwrap();
@@ -215,7 +217,8 @@ fn run_sin<T: Element>(
     let mut store = vec![];
     let out = placed::<T>(&mut store, 4096 * 512, ALIGNED);
     let v = T::from_f32(0.5);
-    let (mut tw, mut tf, mut tl) = (vec![], vec![], vec![0.0]);
+    let row: Vec<f64> = (0..512).map(|i| (i as f64 * 0.37).sin()).collect();
+    let (mut tw, mut tf, mut tl, mut tc) = (vec![], vec![], vec![0.0], vec![0.0]);
     for _ in 0..41 {
         let mut write = || common::fill(&mut out[..], v);
         tw.push(time(&mut write, 4));
@@ -223,9 +226,18 @@ fn run_sin<T: Element>(
         tf.push(time(&mut fill, 4));
         if let Some(f) = floor.as_deref_mut() {
             tl.push(time(&mut || f.pass(), 4));
+            // Into the fill's own buffer: a second table would leave its dirty lines for
+            // the next write to evict.
+            let mut convert = || cvtfloor::pass(black_box(&mut out[..]), black_box(&row));
+            tc.push(time(&mut convert, 4));
         }
     }
-    (median(tw) * 1e6, median(tf) * 1e6, median(tl) * 1e6)
+    (
+        median(tw) * 1e6,
+        median(tf) * 1e6,
+        median(tl) * 1e6,
+        median(tc) * 1e6,
+    )
 }
 
 /// `-- heads`: the head sizes of released models other than 128, in and out of the first
@@ -274,9 +286,14 @@ fn heads() {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; the one other argument understood is `heads`.
+    // `cargo bench` passes `--bench`; the other arguments understood are `heads` (head sizes
+    // other than 128) and `sin` (the sinusoidal rows alone).
     if std::env::args().any(|a| a == "heads") {
         heads();
+        return;
+    }
+    if std::env::args().any(|a| a == "sin") {
+        sinusoidal();
         return;
     }
     println!(
@@ -365,32 +382,41 @@ fn main() {
         );
     }
     println!();
+    sinusoidal();
+}
+
+/// The sinusoidal fill against a plain write of its bytes and against its own arithmetic.
+fn sinusoidal() {
     println!("sinusoidal fill 4096 x 512 (rows 0..4096) vs a plain write of the same bytes, µs");
     println!(
         "(arithmetic floor: the f64 recurrence and the rounding to f32 alone, no memory traffic; \
-         floor ratio = write time / floor time, the most a fill by this method can reach)"
+         floor ratio = write time / floor time, the most a fill by this method can reach; \
+         conversions: every value rounded from f64 to f32 and stored, nothing computed, the \
+         least any f64 method does; its ratio = f32 write time / its time)"
     );
     println!(
-        "| layout | f32 fill / write / floor | f32 ratio | bf16 ratio | f16 ratio | f32 floor ratio \
-         | bf16 floor ratio | f16 floor ratio |"
+        "| layout | f32 fill / write / floor / conversions | f32 ratio | bf16 ratio | f16 ratio \
+         | f32 floor ratio | bf16 floor ratio | f16 floor ratio | conversions ratio |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut sin_floor = SinFloor::new();
     for (layout, name) in [
         (SinusoidalLayout::Interleaved, "interleaved"),
         (SinusoidalLayout::Split, "split"),
     ] {
-        let (w32, f32_, floor) = run_sin::<f32>(layout, Some(&mut sin_floor));
-        let (wb, fb, _) = run_sin::<bf16>(layout, None);
-        let (wh, fh, _) = run_sin::<f16>(layout, None);
+        let (w32, f32_, floor, conv) = run_sin::<f32>(layout, Some(&mut sin_floor));
+        let (wb, fb, _, _) = run_sin::<bf16>(layout, None);
+        let (wh, fh, _, _) = run_sin::<f16>(layout, None);
         println!(
-            "| {name} | {f32_:.0} / {w32:.0} / {floor:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {name} | {f32_:.0} / {w32:.0} / {floor:.0} / {conv:.0} | {:.2} | {:.2} | {:.2} \
+             | {:.2} | {:.2} | {:.2} | {:.2} |",
             w32 / f32_,
             wb / fb,
             wh / fh,
             w32 / floor,
             wb / floor,
-            wh / floor
+            wh / floor,
+            w32 / conv
         );
     }
 }
