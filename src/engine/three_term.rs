@@ -167,7 +167,7 @@ unsafe fn row<S: Simd, T: Element, const V: usize, const FULL: bool>(
         unsafe {
             let r = base.add((jj - j0) * d + col);
             for v in (0..V).step_by(2) {
-                s.st::<T>(s.narrow(y[v], y[v + 1]), r.add(v * S::LANES / 2));
+                s.st_narrow::<T>(y[v], y[v + 1], r.add(v * S::LANES / 2));
             }
         }
     }

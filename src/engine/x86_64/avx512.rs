@@ -245,6 +245,14 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         unsafe { _mm512_storeu_ps(p, v) }
     }
     #[inline(always)]
+    unsafe fn st_narrow_f32(self, lo: __m512d, hi: __m512d, p: *mut f32) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; `p` addresses 16 lanes (the caller's precondition): eight from `p`, eight from `p + 8`.
+        unsafe {
+            _mm256_storeu_ps(p, _mm512_cvtpd_ps(lo));
+            _mm256_storeu_ps(p.add(8), _mm512_cvtpd_ps(hi));
+        }
+    }
+    #[inline(always)]
     unsafe fn ld_f32_halves(self, lo: *const f32, hi: *const f32) -> __m512 {
         // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; the pointers address eight lanes each (the caller's precondition).
         unsafe {
