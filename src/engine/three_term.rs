@@ -14,7 +14,7 @@
 //! ratio`, the sinusoidal rows). `PASS` 8 measured faster than 4 and 16 in the same benchmark.
 
 use super::vector::Simd;
-use crate::element::Element;
+use crate::element::{Dtype, Element};
 
 /// Rows per pass over a strip (even).
 const PASS: usize = 8;
@@ -165,9 +165,17 @@ unsafe fn row<S: Simd, T: Element, const V: usize, const FULL: bool>(
         // SAFETY: `j0 ≤ jj < j1` (tested, or `pass` asserted it for the whole pass), so the
         // row is one of those at `base`; its columns `col .. col + V·LANES/2` end by `d`.
         unsafe {
-            let r = base.add((jj - j0) * d + col);
-            for v in (0..V).step_by(2) {
-                s.st_narrow::<T>(y[v], y[v + 1], r.add(v * S::LANES / 2));
+            let (r, h) = (base.add((jj - j0) * d + col), S::LANES / 2);
+            if V % 4 == 0 && matches!(T::DTYPE, Dtype::Bf16) && S::BF16_PAIR {
+                // Two vectors at a time: bf16's rounding test once for both.
+                for v in (0..V).step_by(4) {
+                    let (a, b) = (s.narrow(y[v], y[v + 1]), s.narrow(y[v + 2], y[v + 3]));
+                    s.st2_joined::<T>(a, b, r.add(v * h));
+                }
+            } else {
+                for v in (0..V).step_by(2) {
+                    s.st_narrow::<T>(y[v], y[v + 1], r.add(v * h));
+                }
             }
         }
     }
