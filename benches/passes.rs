@@ -346,7 +346,7 @@ pub mod cvtfloor {
     /// `out` (whole rows of `D`) from `src` (`D` values), with the timed backend's lanes (f32
     /// is the pass; other types add their own rounding).
     pub fn pass<T: Element>(out: &mut [T], src: &[f64]) {
-        assert!(src.len() == D && out.len() % D == 0);
+        assert!(src.len() == D && out.len().is_multiple_of(D));
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f")

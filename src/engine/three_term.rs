@@ -166,7 +166,7 @@ unsafe fn row<S: Simd, T: Element, const V: usize, const FULL: bool>(
         // row is one of those at `base`; its columns `col .. col + V·LANES/2` end by `d`.
         unsafe {
             let (r, h) = (base.add((jj - j0) * d + col), S::LANES / 2);
-            if V % 4 == 0 && matches!(T::DTYPE, Dtype::Bf16) && S::BF16_PAIR {
+            if V.is_multiple_of(4) && matches!(T::DTYPE, Dtype::Bf16) && S::BF16_PAIR {
                 // Two vectors at a time: bf16's rounding test once for both.
                 for v in (0..V).step_by(4) {
                     let (a, b) = (s.narrow(y[v], y[v + 1]), s.narrow(y[v + 2], y[v + 3]));
