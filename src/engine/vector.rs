@@ -130,6 +130,17 @@ pub(crate) trait Simd: Copy {
         // SAFETY: the caller's precondition, passed on.
         unsafe { self.st_f32(self.narrow(lo, hi), p) }
     }
+    /// [`Simd::st_f16`] of [`Simd::narrow`]`(lo, hi)`; the AVX-512 tier converts and stores
+    /// each half as [`Simd::st_narrow_f32`] does (`cargo bench --bench ratio -- sin`, the
+    /// f16 rows).
+    ///
+    /// # Safety
+    /// `p .. p + LANES` is writable.
+    #[inline(always)]
+    unsafe fn st_narrow_f16(self, lo: Self::D, hi: Self::D, p: *mut half::f16) {
+        // SAFETY: the caller's precondition, passed on.
+        unsafe { self.st_f16(self.narrow(lo, hi), p) }
+    }
     /// Lanes `0 .. LANES/2` from `lo`, lanes `LANES/2 .. LANES` from `hi`: two half vectors
     /// (here through a copy; tiers with [`Simd::HALVES`] load each half directly).
     ///
@@ -300,16 +311,19 @@ pub(crate) trait Simd: Copy {
         }
     }
 
-    /// [`Simd::st`] of [`Simd::narrow`]`(lo, hi)` to `p` (for f32, [`Simd::st_narrow_f32`]).
+    /// [`Simd::st`] of [`Simd::narrow`]`(lo, hi)` to `p` (for f32 and f16,
+    /// [`Simd::st_narrow_f32`] and [`Simd::st_narrow_f16`]).
     ///
     /// # Safety
     /// `p .. p + LANES` is writable.
     #[inline(always)]
     unsafe fn st_narrow<T: Element>(self, lo: Self::D, hi: Self::D, p: *mut T) {
-        // SAFETY: the caller's precondition, passed on; `cast` checks that `T` is f32.
+        // SAFETY: the caller's precondition, passed on; `cast` checks that `T` is the type
+        // `T::DTYPE` names.
         unsafe {
             match T::DTYPE {
                 Dtype::F32 => self.st_narrow_f32(lo, hi, cast::<T, f32>(p).cast_mut()),
+                Dtype::F16 => self.st_narrow_f16(lo, hi, cast::<T, half::f16>(p).cast_mut()),
                 _ => self.st(self.narrow(lo, hi), p),
             }
         }

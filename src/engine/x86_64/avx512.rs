@@ -285,6 +285,16 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         unsafe { _mm256_storeu_si256(dst.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
     }
     #[inline(always)]
+    unsafe fn st_narrow_f16(self, lo: __m512d, hi: __m512d, p: *mut half::f16) {
+        // SAFETY: the token proves AVX-512F, AVX2, FMA and F16C; `p` addresses 16 lanes (the caller's precondition): eight from `p`, eight from `p + 8`.
+        unsafe {
+            let a = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_cvtpd_ps(lo));
+            let b = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_cvtpd_ps(hi));
+            _mm_storeu_si128(p.cast(), a);
+            _mm_storeu_si128(p.add(8).cast(), b);
+        }
+    }
+    #[inline(always)]
     unsafe fn ld_bf16(self, src: *const half::bf16) -> __m512 {
         // Signalling NaNs are not quieted here; see `avx2::ld_bf16` for why outputs are the
         // same.
