@@ -137,6 +137,33 @@ pub mod floor16 {
         scalar(tail, false, m, a, b);
     }
 
+    /// One bf16 value at a time, rounded as the contract rounds (`half`: nearest-even, NaN
+    /// quieted, subnormals kept).
+    #[inline(always)]
+    fn bf16_exact_scalar(x: &mut [u16], m: f32, a: f32, b: f32) {
+        for v in x.iter_mut() {
+            let y = (bf16::from_bits(*v).to_f32() * m).mul_add(a, b);
+            *v = bf16::from_f32(y).to_bits();
+        }
+    }
+
+    /// [`bf16_words`] rounded as the contract rounds (`half`'s integer round-to-nearest-even,
+    /// which the loop vectorises as integer lane operations).
+    #[inline(always)]
+    fn bf16_words_exact(x: &mut [u16], m: f32, a: f32, b: f32) {
+        // SAFETY: u32 has no invalid bit patterns and `align_to_mut` splits `x` exactly;
+        // `x` is borrowed mutably for the whole pass.
+        let (head, words, tail) = unsafe { x.align_to_mut::<u32>() };
+        for w in words.iter_mut() {
+            let lo = (f32::from_bits(*w << 16) * m).mul_add(a, b);
+            let hi = (f32::from_bits(*w & 0xFFFF_0000) * m).mul_add(a, b);
+            *w = u32::from(bf16::from_f32(lo).to_bits())
+                | (u32::from(bf16::from_f32(hi).to_bits()) << 16);
+        }
+        bf16_exact_scalar(head, m, a, b);
+        bf16_exact_scalar(tail, m, a, b);
+    }
+
     #[cfg(target_arch = "x86_64")]
     mod x86 {
         use std::arch::x86_64::*;
@@ -144,6 +171,84 @@ pub mod floor16 {
         #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
         pub(super) fn bf16_avx512(x: &mut [u16], m: f32, a: f32, b: f32) {
             super::bf16_words(x, m, a, b)
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx2,fma,f16c")]
+        pub(super) fn bf16_exact_avx512(x: &mut [u16], m: f32, a: f32, b: f32) {
+            super::bf16_words_exact(x, m, a, b)
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn bf16_exact_avx2(x: &mut [u16], m: f32, a: f32, b: f32) {
+            super::bf16_words_exact(x, m, a, b)
+        }
+
+        /// The words as they are, hidden from LLVM, which otherwise reads a test of bf16 bits
+        /// against zero as a bf16 comparison and splits it into scalar ones (as posenc's
+        /// `avx512.rs` notes for the same test).
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn opaque(mut v: __m512i) -> __m512i {
+            // SAFETY: the template is empty: no instruction runs, no memory or flag is touched.
+            unsafe {
+                std::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags))
+            };
+            v
+        }
+
+        /// [`super::bf16_words_exact`] with AVX512-BF16, by the cheapest exact sequence
+        /// found for 64 values (`benches/LOG.md`): each 32-value load widened by two word
+        /// unpacks (values `0-3, 8-11, …` and `4-7, 12-15, …`), the arithmetic, two
+        /// `vcvtne2ps2bf16` (whose results are `half`'s unless one is ±0: the instruction
+        /// reads subnormal inputs as zero), one test of the 64 results for ±0 under one
+        /// branch, and a qword permute per 32 results back into order. A block with a ±0
+        /// result is redone value by value (the rare path, as in posenc's kernels).
+        #[target_feature(enable = "avx512f,avx512bw,avx512bf16,avx2,fma,f16c")]
+        pub(super) fn bf16_exact_avx512bf16(x: &mut [u16], m: f32, a: f32, b: f32) {
+            let (vm, va, vb) = (_mm512_set1_ps(m), _mm512_set1_ps(a), _mm512_set1_ps(b));
+            let zero = _mm512_setzero_si512();
+            let low15 = _mm512_set1_epi16(0x7fff);
+            // Qword `i` of the result from qword `idx[i]` of `vcvtne2ps2bf16`'s (values 0-3 of
+            // the first vector's lanes in qword 0, of the second's in qword 4, …).
+            let idx = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
+            let mut chunks = x.chunks_exact_mut(64);
+            for c in &mut chunks {
+                let p = c.as_mut_ptr();
+                // SAFETY: `c` is 64 u16 (128 bytes): two unaligned 64-byte accesses at `p`
+                // and `p + 32`; the CPU has the features enabled above (the caller checks).
+                let done = unsafe {
+                    let (z0, z1) = (
+                        _mm512_loadu_si512(p.cast()),
+                        _mm512_loadu_si512(p.add(32).cast()),
+                    );
+                    let w = [
+                        _mm512_unpacklo_epi16(zero, z0),
+                        _mm512_unpackhi_epi16(zero, z0),
+                        _mm512_unpacklo_epi16(zero, z1),
+                        _mm512_unpackhi_epi16(zero, z1),
+                    ]
+                    .map(|v| _mm512_fmadd_ps(_mm512_mul_ps(_mm512_castsi512_ps(v), vm), va, vb));
+                    let r0 = opaque(std::mem::transmute::<__m512bh, __m512i>(
+                        _mm512_cvtne2ps_pbh(w[1], w[0]),
+                    ));
+                    let r1 = opaque(std::mem::transmute::<__m512bh, __m512i>(
+                        _mm512_cvtne2ps_pbh(w[3], w[2]),
+                    ));
+                    if (_mm512_testn_epi16_mask(r0, low15) | _mm512_testn_epi16_mask(r1, low15))
+                        == 0
+                    {
+                        _mm512_storeu_si512(p.cast(), _mm512_permutexvar_epi64(idx, r0));
+                        _mm512_storeu_si512(p.add(32).cast(), _mm512_permutexvar_epi64(idx, r1));
+                        true
+                    } else {
+                        false
+                    }
+                };
+                if !done {
+                    super::bf16_exact_scalar(c, m, a, b);
+                }
+            }
+            super::bf16_exact_scalar(chunks.into_remainder(), m, a, b);
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -184,6 +289,34 @@ pub mod floor16 {
             }
             super::scalar(chunks.into_remainder(), true, m, a, b);
         }
+    }
+
+    /// The bf16 pass with the contract's rounding (`half`'s bits) instead of truncation, by
+    /// the cheapest exact sequence the timed backend's lanes have: with AVX512-BF16 the native
+    /// rounding under its ±0 test, elsewhere the integer round-to-nearest-even. Any bf16
+    /// rotation posenc may ship does at least this per value.
+    pub fn pass_exact_bf16(x: &mut [u16], m: f32, a: f32, b: f32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use posenc::Backend;
+            use std::arch::is_x86_feature_detected as has;
+            let base = has!("avx2") && has!("fma") && has!("f16c");
+            if crate::backend() == Backend::Avx512 && base && has!("avx512f") && has!("avx512bw") {
+                // SAFETY: the CPU has every feature these passes enable, checked here.
+                return unsafe {
+                    if has!("avx512bf16") {
+                        x86::bf16_exact_avx512bf16(x, m, a, b)
+                    } else {
+                        x86::bf16_exact_avx512(x, m, a, b)
+                    }
+                };
+            }
+            if matches!(crate::backend(), Backend::Avx512 | Backend::Avx2) && base {
+                // SAFETY: the CPU has every feature this pass enables, checked above.
+                return unsafe { x86::bf16_exact_avx2(x, m, a, b) };
+            }
+        }
+        bf16_words_exact(x, m, a, b)
     }
 
     /// The pass over `x` (f16 bits if `is_f16`, else bf16 bits) with the timed backend's lanes.

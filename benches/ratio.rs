@@ -25,7 +25,10 @@
 //! instructions whatever their rounding (`floor16`). Where the floor's own ratio is below 1,
 //! the CPU's execution units, not its memory, bound any rotation with that arithmetic, and the
 //! floor's ratio is the most RoPE can reach there; where a 16-bit floor takes longer than f32's
-//! rotation from a table, no 16-bit rotation can be as fast as f32's. Then the sinusoidal fill of a
+//! rotation from a table, no 16-bit rotation can be as fast as f32's. bf16's floor truncates, so
+//! it has a second, exact one (`floor16::pass_exact_bf16`: the same pass rounded to `half`'s
+//! bits by the cheapest exact sequence of the lanes), the least a bf16 rotation under the
+//! contract costs. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`), and against the
 //! fill's own arithmetic with no memory traffic (`sinfloor`): where that floor is slower than the
 //! write, the method, not memory, bounds the fill; and against the table's values rounded from
@@ -85,6 +88,9 @@ struct Times {
     converting: f64,
     /// The arithmetic floor (`floor32`, `floor16`).
     floor: f64,
+    /// The floor with the contract's rounding (`floor16::pass_exact_bf16` for bf16; f32 and
+    /// f16's floors round exactly already).
+    exact: f64,
 }
 
 /// Where a buffer starts, in bytes past a 64-byte boundary: `ALIGNED` as ggml's and
@@ -124,6 +130,7 @@ fn run<T: Element>(head_dim: usize, tokens: usize, layout: Layout, skew: usize) 
     let reps = (8192 / tokens).max(2);
     let b = backend();
     let (mut ta, mut tt, mut tb, mut tc, mut tf) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut te = vec![];
     for _ in 0..41 {
         // The integer pass drifts the 16-bit values into NaNs and infinities; start each round
         // from finite data so every timed call sees the same kind of values.
@@ -152,6 +159,10 @@ fn run<T: Element>(head_dim: usize, tokens: usize, layout: Layout, skew: usize) 
             let (m, a, b) = black_box((-1.0f32, -1.0f32, 3.0f32));
             let mut floor = || floor16::pass(black_box(&mut bits[..]), is_f16, m, a, b);
             tf.push(time(&mut floor, reps));
+            if !is_f16 {
+                let mut exact = || floor16::pass_exact_bf16(black_box(&mut bits[..]), m, a, b);
+                te.push(time(&mut exact, reps));
+            }
         }
         let mut converting = || memory_ceiling_pass(b, black_box(&mut x[..]), -1.0, 3.0).unwrap();
         tc.push(time(&mut converting, reps));
@@ -164,6 +175,11 @@ fn run<T: Element>(head_dim: usize, tokens: usize, layout: Layout, skew: usize) 
         table: median(tt) * per,
         bytes: median(tb) * per,
         converting: median(tc) * per,
+        exact: if te.is_empty() {
+            median(tf.clone()) * per
+        } else {
+            median(te) * per
+        },
         floor: median(tf) * per,
     }
 }
@@ -336,7 +352,7 @@ fn main() {
             let (f32_apply, f32_table) = (rows[0].1.apply, rows[0].1.table);
             for (dtype, t, _) in &rows {
                 floors.push((
-                    tokens, name, *dtype, t.floor, t.bytes, t.apply, t.table, f32_table,
+                    tokens, name, *dtype, t.floor, t.exact, t.bytes, t.apply, t.table, f32_table,
                 ));
             }
             for (dtype, t, m) in rows {
@@ -365,20 +381,25 @@ fn main() {
          bytes; 16-bit: widened and narrowed by the cheapest instructions, bf16 truncated); \
          floor ratio = bytes-ceiling time / floor time, the most a rotation can reach; \
          floor / f32 table > 1: no 16-bit rotation can be as fast as f32's (both apply paths add \
-         the same angles to it)"
+         the same angles to it); exact floor: bf16's floor rounded as the contract rounds \
+         (`half`'s bits, by the cheapest exact sequence of these lanes; f32's and f16's floors \
+         are exact already), so its ratio is the most a bf16 rotation that keeps the contract \
+         can reach, and exact floor / f32 table > 1: none can be as fast as f32's"
     );
     println!(
-        "| tokens | layout | dtype | floor ns | floor ratio | apply / floor | table / floor \
-         | floor / f32 table |"
+        "| tokens | layout | dtype | floor / exact floor ns | floor / exact floor ratio \
+         | apply / floor | table / floor | floor / f32 table | exact floor / f32 table |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|");
-    for (tokens, name, dtype, floor, bytes, apply, table, f32_table) in floors {
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    for (tokens, name, dtype, floor, exact, bytes, apply, table, f32_table) in floors {
         println!(
-            "| {tokens} | {name} | {dtype} | {floor:.1} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {tokens} | {name} | {dtype} | {floor:.1} / {exact:.1} | {:.2} / {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             bytes / floor,
+            bytes / exact,
             floor / apply,
             floor / table,
-            floor / f32_table
+            floor / f32_table,
+            exact / f32_table
         );
     }
     println!();
