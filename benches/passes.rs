@@ -147,8 +147,25 @@ pub mod floor16 {
         }
     }
 
-    /// [`bf16_words`] rounded as the contract rounds (`half`'s integer round-to-nearest-even,
-    /// which the loop vectorises as integer lane operations).
+    /// `y` rounded to bf16 as `half` rounds it (nearest-even; a NaN quieted, its payload's
+    /// top bits kept), the pattern in the high 16 bits: integer operations and one select,
+    /// which a loop vectorises (`half::bf16::from_f32` branches on NaN, and its loop stays
+    /// scalar).
+    #[inline(always)]
+    fn bf16_round_hi(y: f32) -> u32 {
+        let b = y.to_bits();
+        let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1));
+        let quiet = b | 0x0040_0000;
+        let out = if b & 0x7fff_ffff > 0x7f80_0000 {
+            quiet
+        } else {
+            rounded
+        };
+        out & 0xFFFF_0000
+    }
+
+    /// [`bf16_words`] rounded as the contract rounds ([`bf16_round_hi`]: the integer
+    /// round-to-nearest-even, vectorised as integer lane operations).
     #[inline(always)]
     fn bf16_words_exact(x: &mut [u16], m: f32, a: f32, b: f32) {
         // SAFETY: u32 has no invalid bit patterns and `align_to_mut` splits `x` exactly;
@@ -157,8 +174,7 @@ pub mod floor16 {
         for w in words.iter_mut() {
             let lo = (f32::from_bits(*w << 16) * m).mul_add(a, b);
             let hi = (f32::from_bits(*w & 0xFFFF_0000) * m).mul_add(a, b);
-            *w = u32::from(bf16::from_f32(lo).to_bits())
-                | (u32::from(bf16::from_f32(hi).to_bits()) << 16);
+            *w = (bf16_round_hi(lo) >> 16) | bf16_round_hi(hi);
         }
         bf16_exact_scalar(head, m, a, b);
         bf16_exact_scalar(tail, m, a, b);
@@ -178,9 +194,54 @@ pub mod floor16 {
             super::bf16_words_exact(x, m, a, b)
         }
 
+        /// [`super::bf16_words_exact`] on AVX2 by the sequence posenc's AVX2 tier rounds with
+        /// (`avx2.rs`, `bf16_hi2`): 16 values per 32-byte load, widened where they lie (a
+        /// shift, a mask), the integer round-to-nearest-even of both vectors after one
+        /// unordered compare finds no NaN in either, and one word blend putting the rounded
+        /// low values under the high ones. A block with a NaN is redone value by value.
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn bf16_exact_avx2(x: &mut [u16], m: f32, a: f32, b: f32) {
-            super::bf16_words_exact(x, m, a, b)
+            let (vm, va, vb) = (_mm256_set1_ps(m), _mm256_set1_ps(a), _mm256_set1_ps(b));
+            let (high, bias, one) = (
+                _mm256_set1_epi32(-0x1_0000),
+                _mm256_set1_epi32(0x7fff),
+                _mm256_set1_epi32(1),
+            );
+            let mut chunks = x.chunks_exact_mut(16);
+            for c in &mut chunks {
+                let p = c.as_mut_ptr();
+                // SAFETY: `c` is 16 u16 (32 bytes), read and written by one unaligned access;
+                // the CPU has the features enabled above (the caller checks).
+                let done = unsafe {
+                    let z = _mm256_loadu_si256(p.cast());
+                    let lo = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(z));
+                    let hi = _mm256_castsi256_ps(_mm256_and_si256(z, high));
+                    let lo = _mm256_fmadd_ps(_mm256_mul_ps(lo, vm), va, vb);
+                    let hi = _mm256_fmadd_ps(_mm256_mul_ps(hi, vm), va, vb);
+                    let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(lo, hi);
+                    if _mm256_testz_ps(nan, nan) != 0 {
+                        let round = |v: __m256| {
+                            let x = _mm256_castps_si256(v);
+                            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), one);
+                            _mm256_add_epi32(_mm256_add_epi32(x, bias), lsb)
+                        };
+                        // Words 0, 2, 4, … from the low values' high halves, shifted down;
+                        // words 1, 3, … from the high values' high halves, where they lie.
+                        let w = _mm256_blend_epi16::<0b1010_1010>(
+                            _mm256_srli_epi32::<16>(round(lo)),
+                            round(hi),
+                        );
+                        _mm256_storeu_si256(p.cast(), w);
+                        true
+                    } else {
+                        false
+                    }
+                };
+                if !done {
+                    super::bf16_exact_scalar(c, m, a, b);
+                }
+            }
+            super::bf16_exact_scalar(chunks.into_remainder(), m, a, b);
         }
 
         /// The words as they are, hidden from LLVM, which otherwise reads a test of bf16 bits
