@@ -147,6 +147,26 @@ pub mod floor16 {
         }
     }
 
+    /// The exact passes' loop: `x` in blocks of `N` values through `block`, which rounds a
+    /// block in place and returns true, or returns false having written nothing (a value its
+    /// fast path cannot round as `half` does); such a block, and the tail, go value by value.
+    #[inline(always)]
+    fn bf16_exact_blocks<const N: usize>(
+        x: &mut [u16],
+        m: f32,
+        a: f32,
+        b: f32,
+        mut block: impl FnMut(&mut [u16]) -> bool,
+    ) {
+        let mut chunks = x.chunks_exact_mut(N);
+        for c in &mut chunks {
+            if !block(c) {
+                bf16_exact_scalar(c, m, a, b);
+            }
+        }
+        bf16_exact_scalar(chunks.into_remainder(), m, a, b);
+    }
+
     /// `y` rounded to bf16 as `half` rounds it (nearest-even; a NaN quieted, its payload's
     /// top bits kept), the pattern in the high 16 bits: integer operations and one select,
     /// which a loop vectorises (`half::bf16::from_f32` branches on NaN, and its loop stays
@@ -207,12 +227,11 @@ pub mod floor16 {
                 _mm256_set1_epi32(0x7fff),
                 _mm256_set1_epi32(1),
             );
-            let mut chunks = x.chunks_exact_mut(16);
-            for c in &mut chunks {
+            super::bf16_exact_blocks::<16>(x, m, a, b, |c| {
                 let p = c.as_mut_ptr();
                 // SAFETY: `c` is 16 u16 (32 bytes), read and written by one unaligned access;
                 // the CPU has the features enabled above (the caller checks).
-                let done = unsafe {
+                unsafe {
                     let z = _mm256_loadu_si256(p.cast());
                     let lo = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(z));
                     let hi = _mm256_castsi256_ps(_mm256_and_si256(z, high));
@@ -236,12 +255,8 @@ pub mod floor16 {
                     } else {
                         false
                     }
-                };
-                if !done {
-                    super::bf16_exact_scalar(c, m, a, b);
                 }
-            }
-            super::bf16_exact_scalar(chunks.into_remainder(), m, a, b);
+            });
         }
 
         /// The words as they are, hidden from LLVM, which otherwise reads a test of bf16 bits
@@ -272,12 +287,11 @@ pub mod floor16 {
             // Qword `i` of the result from qword `idx[i]` of `vcvtne2ps2bf16`'s (values 0-3 of
             // the first vector's lanes in qword 0, of the second's in qword 4, …).
             let idx = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
-            let mut chunks = x.chunks_exact_mut(64);
-            for c in &mut chunks {
+            super::bf16_exact_blocks::<64>(x, m, a, b, |c| {
                 let p = c.as_mut_ptr();
                 // SAFETY: `c` is 64 u16 (128 bytes): two unaligned 64-byte accesses at `p`
                 // and `p + 32`; the CPU has the features enabled above (the caller checks).
-                let done = unsafe {
+                unsafe {
                     let (z0, z1) = (
                         _mm512_loadu_si512(p.cast()),
                         _mm512_loadu_si512(p.add(32).cast()),
@@ -304,12 +318,8 @@ pub mod floor16 {
                     } else {
                         false
                     }
-                };
-                if !done {
-                    super::bf16_exact_scalar(c, m, a, b);
                 }
-            }
-            super::bf16_exact_scalar(chunks.into_remainder(), m, a, b);
+            });
         }
 
         #[target_feature(enable = "avx2,fma,f16c")]
