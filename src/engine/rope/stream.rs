@@ -25,6 +25,12 @@ pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 /// slowed AVX512-BF16's bf16 rotate_half at 128, which shares their function, and 3 is left
 /// out of AVX2's f32 kernel, where it slowed the interleaved passes at 128 (`cargo bench
 /// --bench ratio -- heads`, both tiers).
+///
+/// AVX2's f32 kernel also takes 16 (interleaved heads of 128, rotate_half of 256): twice its
+/// register file, so the compiler keeps the table on the stack and every vector loads its
+/// cos and sin from there, as the passes load them from the table in memory; what the
+/// token loop saves is the passes' per-head work, a fifth of an interleaved head's time in
+/// cache (`cargo bench --bench ratio`, `-- heads`, `POSENC_BENCH_BACKEND=avx2`).
 #[inline(always)]
 fn holds<S: Simd, I: Element>(nv: usize) -> bool {
     matches!(nv, 2 | 4 | 8) || f32_only::<S, I>(nv)
@@ -33,7 +39,15 @@ fn holds<S: Simd, I: Element>(nv: usize) -> bool {
 /// The sizes [`holds`] takes for f32 heads only: a constant for each, so that the kernels
 /// without them do not contain their loops.
 const fn f32_only<S: Simd, I: Element>(nv: usize) -> bool {
-    matches!(I::DTYPE, Dtype::F32) && (nv == 6 || nv == 3 && S::LANES == 16)
+    matches!(I::DTYPE, Dtype::F32)
+        && (nv == 6 || nv == 3 && S::LANES == 16 || nv == 16 && avx2_like::<S>())
+}
+
+/// Whether `S` is the x86-64 tier of 8 lanes and 16 registers (AVX2), the one tier whose
+/// f32 tables of 16 vectors ([`holds`]) were measured: NEON has the same shape on paper but
+/// no host here to time it on.
+const fn avx2_like<S: Simd>() -> bool {
+    cfg!(target_arch = "x86_64") && S::LANES == 8 && S::REGISTERS == 16
 }
 
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
@@ -350,6 +364,7 @@ impl<S: Simd> Run<'_, S> {
                 4 => tokens!(4, true),
                 3 if const { f32_only::<S, I>(3) } => tokens!(3, true),
                 6 if const { f32_only::<S, I>(6) } => tokens!(6, true),
+                16 if const { f32_only::<S, I>(16) } => tokens!(16, true),
                 _ => tokens!(8, true),
             }
         } else {
@@ -360,6 +375,7 @@ impl<S: Simd> Run<'_, S> {
                     tokens!(3, false)
                 }
                 6 if const { f32_only::<S, I>(6) } => tokens!(6, false),
+                16 if const { f32_only::<S, I>(16) } => tokens!(16, false),
                 _ => tokens!(8, false),
             }
         }
