@@ -29,8 +29,8 @@ pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 /// AVX2's f32 kernel also takes 16 (interleaved heads of 128, rotate_half of 256): twice its
 /// register file, so the compiler keeps the table on the stack and every vector loads its
 /// cos and sin from there, as the passes load them from the table in memory; what the
-/// token loop saves is the passes' per-head work, a fifth of an interleaved head's time in
-/// cache (`cargo bench --bench ratio`, `-- heads`, `POSENC_BENCH_BACKEND=avx2`).
+/// token loop saves is the passes' per-head work (`cargo bench --bench ratio`, `-- heads`,
+/// `POSENC_BENCH_BACKEND=avx2`).
 #[inline(always)]
 fn holds<S: Simd, I: Element>(nv: usize) -> bool {
     matches!(nv, 2 | 4 | 8) || f32_only::<S, I>(nv)
@@ -312,7 +312,7 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// [`Run::stream`] for the calls whose table stays in registers across a token's heads
-    /// (`nv` vectors: 2, 4 or 8). Whether the windows are skewed (see `Run::rotate_skewed`) is
+    /// (`nv` vectors: the sizes [`holds`] takes). Whether the windows are skewed (see `Run::rotate_skewed`) is
     /// settled once for the call, so the loop over tokens is one instance of
     /// [`Run::resident_tokens`] with nothing between the tokens' head loops but the next
     /// table. Run inside `stream`'s general loop, the same head loops took markedly longer in
