@@ -312,11 +312,12 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// [`Run::stream`] for the calls whose table stays in registers across a token's heads
-    /// (`nv` vectors: the sizes [`holds`] takes). Whether the windows are skewed (see `Run::rotate_skewed`) is
-    /// settled once for the call, so the loop over tokens is one instance of
-    /// [`Run::resident_tokens`] with nothing between the tokens' head loops but the next
-    /// table. Run inside `stream`'s general loop, the same head loops took markedly longer in
-    /// cache than the bare loop (`cargo bench --bench bare`, `posenc_*` against `rh_bare`).
+    /// (`nv` vectors: the sizes [`holds`] takes). Whether the windows are skewed (see
+    /// `Run::rotate_skewed`) is settled once for the call, so the loop over tokens is one
+    /// instance of [`Run::resident_tokens`] with nothing between the tokens' head loops but
+    /// the next table. Run inside `stream`'s general loop, the same head loops took markedly
+    /// longer in cache than the bare loop (`cargo bench --bench bare`, `posenc_*` against
+    /// `rh_bare`).
     ///
     /// # Safety
     /// `WHOLE`: one chunk per token, every pair of the window, a whole number of vectors;
