@@ -8,7 +8,7 @@
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
 //! table[0] = angles of item 0
-//! whole heads of 2, 4 or 8 table vectors (f32: 3, 6, AVX2 16 too; see below): // `stream_resident`
+//! whole heads of 2, 4 or 8 table vectors (f32: 3, 6, on x86 16 too; see below): // `stream_resident`
 //!     for each token t:                                              // one loop, skew settled per call
 //!         for each target buffer, each view of heads:
 //!             load table[t] into registers; rotate every head with them
@@ -35,10 +35,11 @@
 //!   f32 heads of 96 (3 and 6 vectors on AVX-512, 6 on AVX2) do the same, where the passes
 //!   below took half again as long in cache and at decode (`cargo bench --bench ratio --
 //!   heads`); the 16-bit kernels leave those sizes out, since built in they slowed the
-//!   AVX512-BF16 rotate_half loop at 128 that shares their function. AVX2's f32 tables of 16
-//!   vectors (interleaved at 128, rotate_half at 256) take the same loop with the table on
-//!   the stack: it loads as much per vector as the passes do and saves their per-head work
-//!   (`cargo bench --bench ratio` and `-- heads` with `POSENC_BENCH_BACKEND=avx2`).
+//!   AVX512-BF16 rotate_half loop at 128 that shares their function. f32 tables of 16
+//!   vectors on the x86 tiers (AVX2: interleaved at 128, rotate_half at 256; AVX-512:
+//!   interleaved at 256) take the same loop with the table (partly) on the stack: it loads no
+//!   more per vector than the passes do and saves their per-head work (`cargo bench --bench
+//!   ratio -- heads`, both tiers).
 //!   Those calls take a token loop of their own (`Run::stream_resident`), with the views'
 //!   skew settled once and, for a single view, only its pointers advanced per token: inside
 //!   the general loop below, the per-token work stalled the head loops around it (`cargo

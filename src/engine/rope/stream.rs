@@ -26,11 +26,12 @@ pub(super) const IN_CACHE_BYTES: usize = 12 << 20;
 /// out of AVX2's f32 kernel, where it slowed the interleaved passes at 128 (`cargo bench
 /// --bench ratio -- heads`, both tiers).
 ///
-/// AVX2's f32 kernel also takes 16 (interleaved heads of 128, rotate_half of 256): twice its
-/// register file, so the compiler keeps the table on the stack and every vector loads its
-/// cos and sin from there, as the passes load them from the table in memory; what the
-/// token loop saves is the passes' per-head work (`cargo bench --bench ratio`, `-- heads`,
-/// `POSENC_BENCH_BACKEND=avx2`).
+/// The x86 f32 kernels also take 16 (AVX2: interleaved heads of 128, rotate_half of 256;
+/// AVX-512: interleaved heads of 256): a table of twice AVX2's register file, all of
+/// AVX-512's, so the compiler keeps (some of) it on the stack and those vectors load their
+/// cos and sin from there, as the passes load them from the table in memory; what the token
+/// loop saves is the passes' per-head work (`cargo bench --bench ratio`, `-- heads`, and
+/// with `POSENC_BENCH_BACKEND=avx2`).
 #[inline(always)]
 fn holds<S: Simd, I: Element>(nv: usize) -> bool {
     matches!(nv, 2 | 4 | 8) || f32_only::<S, I>(nv)
@@ -40,14 +41,15 @@ fn holds<S: Simd, I: Element>(nv: usize) -> bool {
 /// without them do not contain their loops.
 const fn f32_only<S: Simd, I: Element>(nv: usize) -> bool {
     matches!(I::DTYPE, Dtype::F32)
-        && (nv == 6 || nv == 3 && S::LANES == 16 || nv == 16 && avx2_like::<S>())
+        && (nv == 6 || nv == 3 && S::LANES == 16 || nv == 16 && x86_vector::<S>())
 }
 
-/// Whether `S` is the x86-64 tier of 8 lanes and 16 registers (AVX2), the one tier whose
-/// f32 tables of 16 vectors ([`holds`]) were measured: NEON has the same shape on paper but
-/// no host here to time it on.
-const fn avx2_like<S: Simd>() -> bool {
-    cfg!(target_arch = "x86_64") && S::LANES == 8 && S::REGISTERS == 16
+/// Whether `S` is one of the x86-64 tiers with vector registers of 8 or 16 lanes (AVX2,
+/// AVX-512), the tiers whose f32 tables of 16 vectors ([`holds`]) were measured: NEON has
+/// AVX2's shape on paper but no host here to time it on, and the portable tier has 8
+/// registers.
+const fn x86_vector<S: Simd>() -> bool {
+    cfg!(target_arch = "x86_64") && S::LANES >= 8 && S::REGISTERS >= 16
 }
 
 /// Heads whose norm factors are computed before any of them is rotated (see `stream`).
