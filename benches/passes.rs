@@ -169,8 +169,7 @@ pub mod floor16 {
 
     /// `y` rounded to bf16 as `half` rounds it (nearest-even; a NaN quieted, its payload's
     /// top bits kept), the pattern in the high 16 bits: integer operations and one select,
-    /// which a loop vectorises (`half::bf16::from_f32` branches on NaN, and its loop stays
-    /// scalar).
+    /// no branch (`half::bf16::from_f32` branches on NaN).
     #[inline(always)]
     fn bf16_round_hi(y: f32) -> u32 {
         let b = y.to_bits();
@@ -363,9 +362,12 @@ pub mod floor16 {
     }
 
     /// The bf16 pass with the contract's rounding (`half`'s bits) instead of truncation, by
-    /// the cheapest exact sequence the timed backend's lanes have: with AVX512-BF16 the native
-    /// rounding under its ±0 test, elsewhere the integer round-to-nearest-even. Any bf16
-    /// rotation posenc may ship does at least this per value.
+    /// the cheapest exact sequence found for the timed backend's lanes: with AVX512-BF16 the
+    /// native rounding under its ±0 test, on AVX2 the tier's own integer rounding. Any bf16
+    /// rotation posenc may ship does at least this per value. Elsewhere (AVX-512 without
+    /// AVX512-BF16, other architectures) it is [`bf16_words_exact`] as the compiler builds it,
+    /// never timed against those kernels: there it is an estimate, not a floor. (On AVX2 that
+    /// loop took longer than the kernel itself, `benches/LOG.md` 2026-12-05 night.)
     pub fn pass_exact_bf16(x: &mut [u16], m: f32, a: f32, b: f32) {
         #[cfg(target_arch = "x86_64")]
         {
