@@ -27,7 +27,7 @@
 //! floor's ratio is the most RoPE can reach there; where a 16-bit floor takes longer than f32's
 //! rotation from a table, no 16-bit rotation can be as fast as f32's. bf16's floor truncates, so
 //! it has a second, exact one (`floor16::pass_exact_bf16`: the same pass rounded to `half`'s
-//! bits by the cheapest exact sequence of the lanes), the least a bf16 rotation under the
+//! bits by the cheapest exact sequence found for the lanes), the least a bf16 rotation under the
 //! contract costs. Then the sinusoidal fill of a
 //! 4096 × 512 table against a plain write of the same bytes (`slice::fill`), and against the
 //! fill's own arithmetic with no memory traffic (`sinfloor`): where that floor is slower than the
@@ -382,7 +382,7 @@ fn main() {
          floor ratio = bytes-ceiling time / floor time, the most a rotation can reach; \
          floor / f32 table > 1: no 16-bit rotation can be as fast as f32's (both apply paths add \
          the same angles to it); exact floor: bf16's floor rounded as the contract rounds \
-         (`half`'s bits, by the cheapest exact sequence of these lanes; f32's and f16's floors \
+         (`half`'s bits, by the cheapest exact sequence found for these lanes; f32's and f16's floors \
          are exact already), so its ratio is the most a bf16 rotation that keeps the contract \
          can reach, and exact floor / f32 table > 1: none can be as fast as f32's"
     );
