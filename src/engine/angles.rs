@@ -269,19 +269,7 @@ impl<'a, S: Simd> Source<'a, S> {
                     )
                 }
             }
-            Kind::Table { cos, sin } => {
-                // Scaled as the computed cos/sin below are, so a table made from positions
-                // rotates bit for bit as those positions do.
-                let at = t * self.half + j;
-                let n = l.min(self.half - j);
-                let (c, sn) = if n == l {
-                    (s.load(&cos[at..]), s.load(&sin[at..]))
-                } else {
-                    let (c, sn) = (pad(&cos[at..at + n]), pad(&sin[at..at + n]));
-                    (s.load(&c[..]), s.load(&sn[..]))
-                };
-                return (s.mul(c, self.cs), s.mul(sn, self.ss));
-            }
+            Kind::Table { cos, sin } => return self.table_block(s, cos, sin, t, j),
         };
         let (sn, c) = sin_cos(s, lo, hi);
         (s.mul(c, self.cs), s.mul(sn, self.ss))
@@ -301,8 +289,66 @@ impl<'a, S: Simd> Source<'a, S> {
         tab: &mut Tab,
         split: bool,
     ) {
+        let (c, sn) = self.cos_sin(s, t, j0 + b * S::LANES);
+        Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, split);
+    }
+
+    /// Blocks `b0 .. blocks` of token `t`'s table, as [`Source::block`] computes them, when
+    /// the source is a caller's table (returns whether it is): the source is told apart once
+    /// for the row, so the loop over its blocks holds only their loads, scaling and stores.
+    /// Told apart per block, as [`Source::block`] must (it computes one block at a time
+    /// between passes), a row cost a token markedly more: `cargo bench --bench bare`, its
+    /// per-token cost and `h8` rows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn table_row<T: Element, const IL: bool, const ONCE: bool>(
+        &self,
+        s: S,
+        t: usize,
+        j0: usize,
+        b0: usize,
+        blocks: usize,
+        tab: &mut Tab,
+        split: bool,
+    ) -> bool {
+        let Kind::Table { cos, sin } = self.kind else {
+            return false;
+        };
+        for b in b0..blocks {
+            let (c, sn) = self.table_block(s, cos, sin, t, j0 + b * S::LANES);
+            Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, split);
+        }
+        true
+    }
+
+    /// A caller table's cos and sin of pairs `j .. j + LANES` of token `t` (lanes past `half`
+    /// are padding), scaled as the computed cos/sin are, so a table made from positions
+    /// rotates bit for bit as those positions do.
+    #[inline(always)]
+    fn table_block(&self, s: S, cos: &[f32], sin: &[f32], t: usize, j: usize) -> (S::F, S::F) {
+        let l = S::LANES;
+        let at = t * self.half + j;
+        let n = l.min(self.half - j);
+        let (c, sn) = if n == l {
+            (s.load(&cos[at..]), s.load(&sin[at..]))
+        } else {
+            let (c, sn) = (pad(&cos[at..at + n]), pad(&sin[at..at + n]));
+            (s.load(&c[..]), s.load(&sn[..]))
+        };
+        (s.mul(c, self.cs), s.mul(sn, self.ss))
+    }
+
+    /// Block `b`'s cos and sin `c`, `sn` into `tab`, laid out as [`Source::block`] says.
+    #[inline(always)]
+    fn put_block<T: Element, const IL: bool, const ONCE: bool>(
+        s: S,
+        b: usize,
+        mut c: S::F,
+        mut sn: S::F,
+        tab: &mut Tab,
+        split: bool,
+    ) {
         let k = b * S::LANES;
-        let (mut c, mut sn) = self.cos_sin(s, t, j0 + k);
         if !ONCE {
             c = s.round_to::<T>(c);
             sn = s.round_to::<T>(sn);

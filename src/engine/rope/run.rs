@@ -100,12 +100,26 @@ impl<S: Simd> Run<'_, S> {
         }
     }
 
-    /// Computes what is left of `next`.
+    /// Computes what is left of `next`: a caller table's blocks in one loop
+    /// ([`Source::table_row`]), any other source's one block at a time.
     #[inline(always)]
     pub(super) fn complete<T: Element, const IL: bool, const ONCE: bool>(
         &self,
         next: &mut Pending<'_>,
     ) {
+        if next.done < next.blocks
+            && self.src.table_row::<T, IL, ONCE>(
+                self.s,
+                next.t,
+                next.j0,
+                next.done,
+                next.blocks,
+                next.tab,
+                next.split,
+            )
+        {
+            next.done = next.blocks;
+        }
         while next.done < next.blocks {
             self.advance::<T, IL, ONCE>(next);
         }
