@@ -1,8 +1,9 @@
 //! Bare loops: posenc's angles-once path against the same rotations written as plain
-//! AVX-512 loops, side by side in one process, in cache.
+//! AVX-512 (or AVX2) loops, side by side in one process, in cache.
 //!
-//! `cargo bench -p posenc-benches --bench bare [-- TOKENS]` (64 by default; x86-64 with
-//! AVX-512F, else it says so and exits). Tokens × 32 heads × 128 f32 in place, a table per
+//! `cargo bench -p posenc-benches --bench bare [-- TOKENS]` (64 by default; x86-64 only: the
+//! AVX-512 loops on a CPU with AVX-512F, the AVX2 ones below otherwise, or when
+//! `POSENC_BENCH_BACKEND=avx2`). Tokens × 32 heads × 128 f32 in place, a table per
 //! token, 31 alternating rounds, medians in ns per token-head; ratio = bytes-ceiling time /
 //! time, as in `--bench ratio`. It answers two questions:
 //!
@@ -18,16 +19,89 @@
 //!   through a stack buffer as posenc's driver does; `posenc_rh` / `posenc_il` are
 //!   `Rope::apply` from a `Rope::table`. The `h8` rows put the same bytes in 8 heads per token
 //!   instead of 32, so a cost paid per token weighs four times as much there.
+//!
+//! On the AVX2 tier it asks that tier's question instead: how far can a rotation with 16 registers get from its bytes? `rh_const` /
+//! `il_const` rotate with cos/sin held in two registers, no table at all (the least any
+//! rotation of that layout does); `rh_two` loads each table vector once for two heads from
+//! the caller's rows, `il_one` once per head from an expanded table; `posenc_*` are
+//! `Rope::apply` from a `Rope::table` on the AVX2 backend.
 
+/// What both tiers' runs share: the head shape, the buffer, the timing and the report.
 #[cfg(target_arch = "x86_64")]
-mod bare {
-    use core::arch::x86_64::*;
-    use posenc::{Layout, Rope, RopeConfig};
+mod shared {
     use std::hint::black_box;
     use std::time::Instant;
 
-    const D: usize = 128;
-    const HALF: usize = D / 2;
+    pub const D: usize = 128;
+    pub const HALF: usize = D / 2;
+
+    /// A cache line of f32, so the buffer starts on a 64-byte boundary.
+    #[repr(align(64))]
+    #[derive(Clone, Copy)]
+    #[allow(dead_code)] // read and written only through the f32 slice over the lines
+    pub struct Line([f32; 16]);
+
+    /// The token count from the command line (64 by default).
+    pub fn tokens() -> usize {
+        std::env::args()
+            .skip(1)
+            .find_map(|a| a.parse().ok())
+            .unwrap_or(64)
+    }
+
+    /// `n` f32 (a multiple of 16), each 0.5, starting on a 64-byte boundary, in `lines`.
+    pub fn aligned(lines: &mut Vec<Line>, n: usize) -> &mut [f32] {
+        *lines = vec![Line([0.5; 16]); n / 16];
+        // SAFETY: `Line` is 16 f32 and nothing else (64 bytes, aligned to 64), so the lines
+        // are `n` f32 in a row, borrowed mutably with `lines`.
+        unsafe { core::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), n) }
+    }
+
+    /// Each loop's median time over 31 rounds that run every loop in turn, in ns per head of
+    /// `x` (`run(k, x)` runs loop `k` once over `x`).
+    pub fn medians(
+        loops: usize,
+        x: &mut [f32],
+        mut run: impl FnMut(usize, &mut [f32]),
+    ) -> Vec<f64> {
+        let reps = (4 << 20) / (4 * x.len()) + 1;
+        let heads = x.len() / D;
+        let mut times = vec![vec![]; loops];
+        for _ in 0..31 {
+            for (k, times) in times.iter_mut().enumerate() {
+                let start = Instant::now();
+                for _ in 0..reps {
+                    run(k, &mut *x);
+                    black_box(&mut *x);
+                }
+                times.push(start.elapsed().as_secs_f64() * 1e9 / (reps * heads) as f64);
+            }
+        }
+        times
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+            .collect()
+    }
+
+    /// The table of loops: time and ratio (loop 0, the ceiling's time ÷ its time).
+    pub fn print(names: &[&str], m: &[f64]) {
+        println!("| loop | ns per token-head | ratio |");
+        println!("|---|---:|---:|");
+        for (name, t) in names.iter().zip(m) {
+            println!("| {name} | {t:.2} | {:.2} |", m[0] / t);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod bare {
+    use super::shared::{D, HALF, Line, aligned, medians, print, tokens};
+    use core::arch::x86_64::*;
+    use posenc::{Layout, Rope, RopeConfig};
+    use std::hint::black_box;
 
     /// A token's heads, rotate_half, from the table in registers.
     #[target_feature(enable = "avx512f,fma")]
@@ -225,27 +299,15 @@ mod bare {
         }
     }
 
-    /// A cache line of f32, so the buffer starts on a 64-byte boundary.
-    #[repr(align(64))]
-    #[derive(Clone, Copy)]
-    #[allow(dead_code)] // read and written only through the f32 slice over the lines
-    struct Line([f32; 16]);
-
     pub fn main() {
         if !is_x86_feature_detected!("avx512f") || !is_x86_feature_detected!("fma") {
             println!("bare: needs AVX-512F and FMA; this CPU has not got them");
             return;
         }
-        let tokens: usize = std::env::args()
-            .skip(1)
-            .find_map(|a| a.parse().ok())
-            .unwrap_or(64);
+        let tokens = tokens();
         let (heads, n) = (32, tokens * 32 * D);
-        let mut lines = vec![Line([0.5; 16]); n / 16];
-        // SAFETY: `Line` is 16 f32 and nothing else (64 bytes, aligned to 64), so the lines
-        // are `n` f32 in a row.
-        let x: &mut [f32] =
-            unsafe { core::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), n) };
+        let mut lines: Vec<Line> = vec![];
+        let x = aligned(&mut lines, n);
         // Tables: rotate_half `[c; 64][s; 64]` per token (for 4× the tokens too, the `h8`
         // rows), interleaved expanded `[c, c, …][−s, s, …]` and compact `[c, s, …]`.
         let (mut rh, mut il_e, mut il_c) = (vec![0.0; 4 * tokens * D], vec![], vec![]);
@@ -284,43 +346,23 @@ mod bare {
             "rh_bare h8",
             "posenc_rh h8",
         ];
-        let reps = (4 << 20) / (4 * n) + 1;
-        let mut times = vec![vec![]; names.len()];
-        for _ in 0..31 {
-            for (k, times) in times.iter_mut().enumerate() {
-                let start = Instant::now();
-                for _ in 0..reps {
-                    // SAFETY: AVX-512F and FMA were detected above.
-                    unsafe {
-                        match k {
-                            0 => ceiling(x),
-                            1 => rh_bare(x, &rh, heads),
-                            2 => rh_staged(x, &rh, heads, black_box(1.0)),
-                            3 => r_rh.apply(&mut *x, heads, t_rh).unwrap(),
-                            4 => il_expanded(x, &il_e, heads),
-                            5 => il_expanded_reg(x, &il_c, heads),
-                            6 => il_moveldup(x, &il_c, heads),
-                            7 => r_il.apply(&mut *x, heads, t_il).unwrap(),
-                            8 => rh_bare(x, &rh, 8),
-                            _ => r_rh.apply(&mut *x, 8, t_h8).unwrap(),
-                        }
-                    }
-                    black_box(&mut *x);
-                }
-                times.push(start.elapsed().as_secs_f64() * 1e9 / (reps * n / D) as f64);
+        // SAFETY: (each call) AVX-512F and FMA were detected above.
+        let m = medians(names.len(), x, |k, x| unsafe {
+            match k {
+                0 => ceiling(x),
+                1 => rh_bare(x, &rh, heads),
+                2 => rh_staged(x, &rh, heads, black_box(1.0)),
+                3 => r_rh.apply(x, heads, t_rh).unwrap(),
+                4 => il_expanded(x, &il_e, heads),
+                5 => il_expanded_reg(x, &il_c, heads),
+                6 => il_moveldup(x, &il_c, heads),
+                7 => r_il.apply(x, heads, t_il).unwrap(),
+                8 => rh_bare(x, &rh, 8),
+                _ => r_rh.apply(x, 8, t_h8).unwrap(),
             }
-        }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let m: Vec<f64> = times.iter_mut().map(median).collect();
+        });
         println!("{tokens} tokens × 32 heads × 128 f32 (h8: × 8 heads, 4× the tokens), in place");
-        println!("| loop | ns per token-head | ratio |");
-        println!("|---|---:|---:|");
-        for (name, t) in names.iter().zip(&m) {
-            println!("| {name} | {t:.2} | {:.2} |", m[0] / t);
-        }
+        print(&names, &m);
         println!(
             "posenc_rh / rh_bare {:.2}, rh_staged / rh_bare {:.2}, il_moveldup / il_expanded_reg \
              {:.2}; per-token cost beyond the loop (from the h8 rows): posenc {:.0} ns, bare {:.0} ns",
@@ -334,9 +376,180 @@ mod bare {
     }
 }
 
+/// The AVX2 tier's loops (see the module docs): 16 registers, 8 lanes.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::shared::{D, HALF, Line, aligned, medians, print, tokens};
+    use core::arch::x86_64::*;
+    use posenc::{Backend, Layout, Rope, RopeConfig};
+
+    /// One rotate_half pair of vectors: values `8v ..` and `HALF + 8v ..` of `head`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn rh_pair(head: &mut [f32], v: usize, c: __m256, s: __m256) {
+        let (lo, hi) = head.split_at_mut(HALF);
+        let (a, b) = (&mut lo[8 * v..8 * v + 8], &mut hi[8 * v..8 * v + 8]);
+        // SAFETY: `a` and `b` are 8 values each.
+        unsafe {
+            let (x, y) = (_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr()));
+            _mm256_storeu_ps(a.as_mut_ptr(), _mm256_fnmadd_ps(y, s, _mm256_mul_ps(x, c)));
+            _mm256_storeu_ps(b.as_mut_ptr(), _mm256_fmadd_ps(x, s, _mm256_mul_ps(y, c)));
+        }
+    }
+
+    /// One interleaved vector: values `8v ..` of `head`, `c`/`s` expanded (`s` signed).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn il_vector(head: &mut [f32], v: usize, c: __m256, s: __m256) {
+        let x = &mut head[8 * v..8 * v + 8];
+        // SAFETY: `x` is 8 values.
+        unsafe {
+            let a = _mm256_loadu_ps(x.as_ptr());
+            let sw = _mm256_permute_ps::<0xB1>(a);
+            _mm256_storeu_ps(x.as_mut_ptr(), _mm256_fmadd_ps(sw, s, _mm256_mul_ps(a, c)));
+        }
+    }
+
+    /// rotate_half with cos/sin in two registers: the pairs and the arithmetic, no table.
+    #[target_feature(enable = "avx2,fma")]
+    fn rh_const(x: &mut [f32]) {
+        let (c, s) = (_mm256_set1_ps(0.6), _mm256_set1_ps(0.8));
+        for head in x.chunks_exact_mut(D) {
+            for v in 0..HALF / 8 {
+                rh_pair(head, v, c, s);
+            }
+        }
+    }
+
+    /// Interleaved with cos/sin in two registers: the swap and the arithmetic, no table.
+    #[target_feature(enable = "avx2,fma")]
+    fn il_const(x: &mut [f32]) {
+        let (c, s) = (_mm256_set1_ps(0.6), _mm256_set1_ps(0.8));
+        for head in x.chunks_exact_mut(D) {
+            for v in 0..D / 8 {
+                il_vector(head, v, c, s);
+            }
+        }
+    }
+
+    /// rotate_half from the caller's rows (`[c; 64][s; 64]` per token), each table vector
+    /// loaded once for two heads.
+    #[target_feature(enable = "avx2,fma")]
+    fn rh_two(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
+            for two in tok.chunks_exact_mut(2 * D) {
+                let (h0, h1) = two.split_at_mut(D);
+                for v in 0..HALF / 8 {
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[HALF + 8 * v..HALF + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    rh_pair(h0, v, c, s);
+                    rh_pair(h1, v, c, s);
+                }
+            }
+        }
+    }
+
+    /// Interleaved from an expanded table (`[c, c, …][−s, s, …]` per token), a table vector
+    /// per head vector.
+    #[target_feature(enable = "avx2,fma")]
+    fn il_one(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
+            for head in tok.chunks_exact_mut(D) {
+                for v in 0..D / 8 {
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[D + 8 * v..D + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    il_vector(head, v, c, s);
+                }
+            }
+        }
+    }
+
+    /// The bytes ceiling of `--bench ratio` for f32 on this tier: `x·a + b` in place.
+    #[target_feature(enable = "avx2,fma")]
+    fn ceiling(x: &mut [f32]) {
+        let (a, b) = (_mm256_set1_ps(0.999), _mm256_set1_ps(1e-4));
+        for v in x.chunks_exact_mut(8) {
+            // SAFETY: 8 values.
+            unsafe {
+                _mm256_storeu_ps(
+                    v.as_mut_ptr(),
+                    _mm256_fmadd_ps(_mm256_loadu_ps(v.as_ptr()), a, b),
+                )
+            };
+        }
+    }
+
+    pub fn main() {
+        if !is_x86_feature_detected!("avx2") || !is_x86_feature_detected!("fma") {
+            println!("bare: needs AVX2 and FMA; this CPU has not got them");
+            return;
+        }
+        let tokens = tokens();
+        let (heads, n) = (32, tokens * 32 * D);
+        let mut lines: Vec<Line> = vec![];
+        let x = aligned(&mut lines, n);
+        let (mut rh, mut il) = (vec![0.0; tokens * D], vec![]);
+        for t in 0..tokens {
+            for i in 0..HALF {
+                let (s, c) = (t as f32 * 0.01 + i as f32 * 1e-3).sin_cos();
+                rh[t * D + i] = c;
+                rh[t * D + HALF + i] = s;
+            }
+            let (c, s) = (&rh[t * D..t * D + HALF], &rh[t * D + HALF..(t + 1) * D]);
+            il.extend(c.iter().flat_map(|&c| [c, c]));
+            il.extend(s.iter().flat_map(|&s| [-s, s]));
+        }
+        let rope = |l| {
+            Rope::new(&RopeConfig::new(D, 500_000.0, l))
+                .and_then(|r| r.with_backend(Backend::Avx2))
+                .unwrap()
+        };
+        let (r_rh, r_il) = (rope(Layout::RotateHalf), rope(Layout::Interleaved));
+        let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
+        let mut t_rh = vec![0.0; r_rh.table_len(tokens)];
+        let mut t_il = vec![0.0; r_il.table_len(tokens)];
+        let t_rh = r_rh.table(&pos, &mut t_rh).unwrap();
+        let t_il = r_il.table(&pos, &mut t_il).unwrap();
+        let names = [
+            "ceiling",
+            "rh_const",
+            "rh_two",
+            "posenc_rh",
+            "il_const",
+            "il_one",
+            "posenc_il",
+        ];
+        // SAFETY: (each call) AVX2 and FMA were detected above.
+        let m = medians(names.len(), x, |k, x| unsafe {
+            match k {
+                0 => ceiling(x),
+                1 => rh_const(x),
+                2 => rh_two(x, &rh, heads),
+                3 => r_rh.apply(x, heads, t_rh).unwrap(),
+                4 => il_const(x),
+                5 => il_one(x, &il, heads),
+                _ => r_il.apply(x, heads, t_il).unwrap(),
+            }
+        });
+        println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
+        print(&names, &m);
+    }
+}
+
 fn main() {
     #[cfg(target_arch = "x86_64")]
-    bare::main();
+    {
+        let avx2 = std::env::var("POSENC_BENCH_BACKEND").as_deref() == Ok("avx2");
+        if avx2 || !is_x86_feature_detected!("avx512f") {
+            avx2::main()
+        } else {
+            bare::main()
+        }
+    }
     #[cfg(not(target_arch = "x86_64"))]
     println!("bare: x86-64 only");
 }
