@@ -132,6 +132,45 @@ fn table_is_the_position_path_bitwise() {
     }
 }
 
+/// A table whose rows lie on vector boundaries is read where it lies (rotate_half, no
+/// scaling, posenc's rounding), any other is copied per token: every placement in a cache
+/// line, with and without an attention factor, rotates as the positions do, on every backend.
+#[test]
+fn tables_at_every_placement_are_the_position_path() {
+    let mut rng = Rng::new(23);
+    let (tokens, heads) = (9, 4);
+    let pos = positions(&mut rng, tokens);
+    let yarn = Scaling::Yarn(Yarn::new(4.0, 4096));
+    for backend in backends() {
+        for layout in [Layout::RotateHalf, Layout::Interleaved] {
+            let plain = RopeConfig::new(128, 5e5, layout);
+            for config in [plain, plain.scaling(yarn)] {
+                let rope = Rope::new(&config).unwrap().with_backend(backend).unwrap();
+                let len = rope.table_len(tokens);
+                let mut store = vec![0f32; len + 32];
+                let line = (0..16)
+                    .find(|i| (store.as_ptr() as usize + 4 * i).is_multiple_of(64))
+                    .unwrap();
+                for skew in [0, 4, 8, 12] {
+                    let table = rope
+                        .table(&pos, &mut store[line + skew..line + skew + len])
+                        .unwrap();
+                    let x: Vec<f32> = data(&mut rng, tokens * heads * 128);
+                    let (mut want, mut got) = (x.clone(), x.clone());
+                    rope.apply(&mut want, heads, &pos).unwrap();
+                    rope.apply(&mut got, heads, table).unwrap();
+                    same(&got, &want, &format!("{backend:?} {layout:?} f32 +{skew}"));
+                    let x: Vec<bf16> = data(&mut rng, tokens * heads * 128);
+                    let (mut want, mut got) = (x.clone(), x.clone());
+                    rope.apply(&mut want, heads, &pos).unwrap();
+                    rope.apply(&mut got, heads, table).unwrap();
+                    same(&got, &want, &format!("{backend:?} {layout:?} bf16 +{skew}"));
+                }
+            }
+        }
+    }
+}
+
 /// A table's values are the same on every backend (the exact-angle contract), so a table
 /// made on one backend drives another to the same bits as that backend's positions.
 #[test]

@@ -62,6 +62,15 @@ impl Tab {
         }
     }
 
+    /// Where the rotation reads this table's entries.
+    #[inline(always)]
+    pub(crate) fn rows(&self) -> Rows {
+        Rows {
+            c: self.c.as_ptr().cast(),
+            s: self.s.as_ptr().cast(),
+        }
+    }
+
     /// The cos and sin vectors at entry `k` (`k + LANES ≤` the entries written for the chunk).
     ///
     /// # Safety
@@ -69,9 +78,8 @@ impl Tab {
     #[inline(always)]
     pub(crate) unsafe fn get<S: Simd>(&self, s: S, k: usize) -> (S::F, S::F) {
         debug_assert!(k + S::LANES <= TAB);
-        let (c, sn) = (self.c.as_ptr().cast::<f32>(), self.s.as_ptr().cast::<f32>());
         // SAFETY: in bounds of both arrays and initialised (the caller's precondition).
-        unsafe { (s.ld_f32(c.add(k)), s.ld_f32(sn.add(k))) }
+        unsafe { self.rows().get(s, k) }
     }
 
     /// The cos and sin vectors of entries `lo .. lo + LANES/2` (low lanes) and `hi .. hi +
@@ -82,14 +90,8 @@ impl Tab {
     #[inline(always)]
     pub(crate) unsafe fn get_halves<S: Simd>(&self, s: S, lo: usize, hi: usize) -> (S::F, S::F) {
         debug_assert!(lo.max(hi) + S::LANES / 2 <= TAB);
-        let (c, sn) = (self.c.as_ptr().cast::<f32>(), self.s.as_ptr().cast::<f32>());
         // SAFETY: in bounds of both arrays and initialised (the caller's precondition).
-        unsafe {
-            (
-                s.ld_f32_halves(c.add(lo), c.add(hi)),
-                s.ld_f32_halves(sn.add(lo), sn.add(hi)),
-            )
-        }
+        unsafe { self.rows().get_halves(s, lo, hi) }
     }
 
     /// Stores a block's cos and sin at entry `k`.
@@ -130,12 +132,51 @@ impl Tab {
     }
 }
 
+/// A chunk's cos and sin where a rotation reads them, laid out as a [`Tab`]'s: a `Tab`'s arrays
+/// ([`Tab::rows`]), or a token's row of a caller's rotate_half table that needs no scaling,
+/// read where it lies ([`Source::row`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Rows {
+    c: *const f32,
+    s: *const f32,
+}
+
+impl Rows {
+    /// The cos and sin vectors at entry `k`.
+    ///
+    /// # Safety
+    /// Entries `k .. k + LANES` of both rows are readable and hold this chunk's table.
+    #[inline(always)]
+    pub(crate) unsafe fn get<S: Simd>(self, s: S, k: usize) -> (S::F, S::F) {
+        // SAFETY: the caller's precondition.
+        unsafe { (s.ld_f32(self.c.add(k)), s.ld_f32(self.s.add(k))) }
+    }
+
+    /// The cos and sin vectors of entries `lo .. lo + LANES/2` (low lanes) and `hi .. hi +
+    /// LANES/2` (high lanes).
+    ///
+    /// # Safety
+    /// Both ranges of both rows are readable and hold this chunk's table.
+    #[inline(always)]
+    pub(crate) unsafe fn get_halves<S: Simd>(self, s: S, lo: usize, hi: usize) -> (S::F, S::F) {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            (
+                s.ld_f32_halves(self.c.add(lo), self.c.add(hi)),
+                s.ld_f32_halves(self.s.add(lo), self.s.add(hi)),
+            )
+        }
+    }
+}
+
 /// A call's angle source with its per-call constants: [`Angles`] prepared for a tier.
 pub(crate) struct Source<'a, S: Simd> {
     kind: Kind<'a>,
     half: usize,
     cs: S::F,
     ss: S::F,
+    /// `cs` and `ss` are 1: scaling leaves every cos and sin as it is.
+    unit: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -213,6 +254,7 @@ impl<'a, S: Simd> Source<'a, S> {
             half,
             cs: s.splat(cs),
             ss: s.splat(ss),
+            unit: cs == 1.0 && ss == 1.0,
         }
     }
 
@@ -319,6 +361,40 @@ impl<'a, S: Simd> Source<'a, S> {
             Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, split);
         }
         true
+    }
+
+    /// Token `t`'s row of a caller's table, read where it lies, when it needs no scaling
+    /// (multiplied by 1, every cos and sin would stay as it is; a signalling NaN would be
+    /// quieted, as the rotation's own multiply quiets it) and its rows start on vector
+    /// boundaries: read from a table that straddles cache lines, the rotation ran slower than
+    /// from the aligned copy (`cargo bench --bench ratio`, whose tables are not aligned,
+    /// against `--bench bare`). Laid out as a rotate_half [`Tab`] of the whole window
+    /// (`half` entries each); `None` for every other source.
+    ///
+    /// # Safety
+    /// `t` is a token of the call (the table holds `tokens × half` entries each).
+    #[inline(always)]
+    pub(crate) unsafe fn row(&self, t: usize) -> Option<Rows> {
+        let v = S::LANES * size_of::<f32>();
+        match self.kind {
+            Kind::Table { cos, sin }
+                if self.unit
+                    && (cos.as_ptr().addr()
+                        | sin.as_ptr().addr()
+                        | (self.half * size_of::<f32>()))
+                    .is_multiple_of(v) =>
+            {
+                debug_assert!((t + 1) * self.half <= cos.len().min(sin.len()));
+                // SAFETY: row `t` lies inside both tables (the caller's precondition).
+                Some(unsafe {
+                    Rows {
+                        c: cos.as_ptr().add(t * self.half),
+                        s: sin.as_ptr().add(t * self.half),
+                    }
+                })
+            }
+            _ => None,
+        }
     }
 
     /// A caller table's cos and sin of pairs `j .. j + LANES` of token `t` (lanes past `half`

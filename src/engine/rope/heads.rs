@@ -4,7 +4,7 @@
 
 use super::run::{Pre, Run};
 use crate::element::{Dtype, Element};
-use crate::engine::angles::Tab;
+use crate::engine::angles::{Rows, Tab};
 use crate::engine::vector::{MAX_LANES, Simd, pad};
 use crate::types::Rounding;
 
@@ -411,7 +411,7 @@ impl<S: Simd> Run<'_, S> {
         ps: usize,
         qs: usize,
         nh: usize,
-        tab: &Tab,
+        tab: Rows,
     ) {
         if const { split::<S, I, O, ONCE, NV, SKEW>() } {
             // SAFETY: the caller's precondition; `I` and `O` are bf16 (`split`), so the
@@ -534,7 +534,7 @@ impl<S: Simd> Run<'_, S> {
         ps: usize,
         qs: usize,
         nh: usize,
-        tab: &Tab,
+        tab: Rows,
     ) {
         let (s, l, half) = (self.s, S::LANES, self.half);
         debug_assert!(NV * l == if IL { 2 * half } else { half } && NV.is_multiple_of(2));

@@ -431,12 +431,23 @@ impl<S: Simd> Run<'_, S> {
             }
             _ => None,
         };
+        // A caller's rotate_half table that needs no scaling, under posenc's rounding, with
+        // rows on vector boundaries, is read where it lies, each token's row as it is
+        // (`Source::row`), not copied per token; any other table is completed into `tabs`
+        // after each token's heads.
+        let direct = !IL && ONCE;
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             for t in 0..self.tokens {
                 let (cur, nxt) = alternate(tabs, t);
-                let mut next = self.pending(t + 1, nxt, false);
+                // SAFETY: `t` is a token of the call.
+                let row = if direct {
+                    unsafe { self.src.row(t) }
+                } else {
+                    None
+                };
                 // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
-                // bounds in both buffers (`in_bounds`); the rest as below.
+                // bounds in both buffers (`in_bounds`); `row` or `cur` holds the token's table
+                // (laid out as a `Tab`); the rest as below.
                 unsafe {
                     self.resident::<I, O, IL, ONCE, NV, SKEW>(
                         p.wrapping_add(t * pts),
@@ -444,16 +455,30 @@ impl<S: Simd> Run<'_, S> {
                         phs,
                         qhs,
                         nh,
-                        cur,
+                        match row {
+                            Some(row) => row,
+                            None => cur.rows(),
+                        },
                     )
                 };
-                self.complete::<I, IL, ONCE>(&mut next);
+                if row.is_none() {
+                    self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                }
             }
             return;
         }
         for t in 0..self.tokens {
             let (cur, nxt) = alternate(tabs, t);
-            let mut next = self.pending(t + 1, nxt, false);
+            // SAFETY: `t` is a token of the call.
+            let row = if direct {
+                unsafe { self.src.row(t) }
+            } else {
+                None
+            };
+            let rows = match row {
+                Some(row) => row,
+                None => cur.rows(),
+            };
             let tok = self.first + t;
             for target in targets.iter() {
                 let ((x, _), (y, _)) = (target.src(), target.dst());
@@ -484,7 +509,7 @@ impl<S: Simd> Run<'_, S> {
                     }
                     // SAFETY: heads `0 .. n_heads` of token `t` are windows proven in bounds
                     // in both buffers; `WHOLE` (the caller's precondition): the chunk is every
-                    // pair of the window, a whole number of vectors, and `cur` holds its
+                    // pair of the window, a whole number of vectors, and `rows` holds its
                     // table; `SKEW` only for skewed f32 windows (the caller's precondition).
                     unsafe {
                         self.resident::<I, O, IL, ONCE, NV, SKEW>(
@@ -493,12 +518,14 @@ impl<S: Simd> Run<'_, S> {
                             shs,
                             dhs,
                             nh,
-                            cur,
+                            rows,
                         )
                     };
                 }
             }
-            self.complete::<I, IL, ONCE>(&mut next);
+            if row.is_none() {
+                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+            }
         }
     }
 }
