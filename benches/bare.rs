@@ -381,6 +381,7 @@ mod bare {
 mod avx2 {
     use super::shared::{D, HALF, Line, aligned, medians, print, tokens};
     use core::arch::x86_64::*;
+    use posenc::bench::memory_ceiling_pass;
     use posenc::{Backend, Layout, Rope, RopeConfig};
 
     /// One rotate_half pair of vectors: values `8v ..` and `HALF + 8v ..` of `head`.
@@ -468,21 +469,6 @@ mod avx2 {
         }
     }
 
-    /// The bytes ceiling of `--bench ratio` for f32 on this tier: `x·a + b` in place.
-    #[target_feature(enable = "avx2,fma")]
-    fn ceiling(x: &mut [f32]) {
-        let (a, b) = (_mm256_set1_ps(0.999), _mm256_set1_ps(1e-4));
-        for v in x.chunks_exact_mut(8) {
-            // SAFETY: 8 values.
-            unsafe {
-                _mm256_storeu_ps(
-                    v.as_mut_ptr(),
-                    _mm256_fmadd_ps(_mm256_loadu_ps(v.as_ptr()), a, b),
-                )
-            };
-        }
-    }
-
     pub fn main() {
         if !is_x86_feature_detected!("avx2") || !is_x86_feature_detected!("fma") {
             println!("bare: needs AVX2 and FMA; this CPU has not got them");
@@ -526,7 +512,8 @@ mod avx2 {
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
             match k {
-                0 => ceiling(x),
+                // The bytes ceiling of `--bench ratio` for f32, on this tier.
+                0 => memory_ceiling_pass(Backend::Avx2, x, 0.999, 1e-4).unwrap(),
                 1 => rh_const(x),
                 2 => rh_two(x, &rh, heads),
                 3 => r_rh.apply(x, heads, t_rh).unwrap(),
