@@ -3,7 +3,7 @@
 //! one is rotated. Every other file of the driver adds methods to [`Run`].
 
 use crate::element::Element;
-use crate::engine::angles::{CHUNK, Source, Tab};
+use crate::engine::angles::{CHUNK, Rows, Source, Tab};
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::Simd;
 use crate::types::{Rounding, View};
@@ -123,6 +123,18 @@ impl<S: Simd> Run<'_, S> {
         while next.done < next.blocks {
             self.advance::<T, IL, ONCE>(next);
         }
+    }
+
+    /// Token `t`'s row of a caller's table, read where it lies, for the rotate_half kernels
+    /// under posenc's rounding ([`Source::row`] says which tables qualify); `None` when the
+    /// token's table is staged in a `Tab` instead.
+    #[inline(always)]
+    pub(super) fn direct_row<const IL: bool, const ONCE: bool>(&self, t: usize) -> Option<Rows> {
+        if IL || !ONCE || t >= self.tokens {
+            return None;
+        }
+        // SAFETY: `t` is a token of the call (tested above).
+        unsafe { self.src.row(t) }
     }
 
     /// Where, in values from the start of its buffer, view `v`'s rotary window of head 0 of

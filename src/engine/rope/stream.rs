@@ -431,23 +431,19 @@ impl<S: Simd> Run<'_, S> {
             }
             _ => None,
         };
-        // A caller's rotate_half table that needs no scaling, under posenc's rounding, with
-        // rows on vector boundaries, is read where it lies, each token's row as it is
-        // (`Source::row`), not copied per token; any other table is completed into `tabs`
-        // after each token's heads.
-        let direct = !IL && ONCE;
+        // Each token's table: a caller's row read where it lies (`Run::direct_row`), else
+        // `tabs`, the next one completed after the token's heads.
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             for t in 0..self.tokens {
                 let (cur, nxt) = alternate(tabs, t);
-                // SAFETY: `t` is a token of the call.
-                let row = if direct {
-                    unsafe { self.src.row(t) }
-                } else {
-                    None
+                let row = self.direct_row::<IL, ONCE>(t);
+                let rows = match row {
+                    Some(row) => row,
+                    None => cur.rows(),
                 };
                 // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
-                // bounds in both buffers (`in_bounds`); `row` or `cur` holds the token's table
-                // (laid out as a `Tab`); the rest as below.
+                // bounds in both buffers (`in_bounds`); `rows` holds the token's table (laid
+                // out as a `Tab`); the rest as below.
                 unsafe {
                     self.resident::<I, O, IL, ONCE, NV, SKEW>(
                         p.wrapping_add(t * pts),
@@ -455,10 +451,7 @@ impl<S: Simd> Run<'_, S> {
                         phs,
                         qhs,
                         nh,
-                        match row {
-                            Some(row) => row,
-                            None => cur.rows(),
-                        },
+                        rows,
                     )
                 };
                 if row.is_none() {
@@ -469,12 +462,7 @@ impl<S: Simd> Run<'_, S> {
         }
         for t in 0..self.tokens {
             let (cur, nxt) = alternate(tabs, t);
-            // SAFETY: `t` is a token of the call.
-            let row = if direct {
-                unsafe { self.src.row(t) }
-            } else {
-                None
-            };
+            let row = self.direct_row::<IL, ONCE>(t);
             let rows = match row {
                 Some(row) => row,
                 None => cur.rows(),
