@@ -1,9 +1,9 @@
 //! What a buffer's address costs: `apply` (from positions and from a `Table`) on the same
 //! shape at four placements of its first value in a 64-byte cache line — 0, 16, 32 and 48
-//! bytes past a boundary — timed alternately in one process (41 rounds, medians), f32,
-//! tokens × 32 heads × 128, both layouts. 16 bytes is where glibc's `malloc` places a block it
-//! maps fresh (128 KiB and up; so a Rust `Vec`), and its other blocks are only 16-byte aligned;
-//! ggml and PyTorch align tensors to 64 bytes.
+//! bytes past a boundary, the table at the same placement — timed alternately in one process
+//! (41 rounds, medians), f32, tokens × 32 heads × 128, both layouts. 16 bytes is where glibc's
+//! `malloc` places a block it maps fresh (128 KiB and up; so a Rust `Vec`), and its other
+//! blocks are only 16-byte aligned; ggml and PyTorch align tensors to 64 bytes.
 //! Printed: ns per token-head at each placement and the time at +16 B over the aligned time.
 //! `cargo bench -p posenc-benches --bench align` (pin it: `taskset -c 1 …`).
 
@@ -53,8 +53,17 @@ fn main() {
                 }
             }
             let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
-            let mut buf = vec![0f32; rope.table_len(tokens)];
-            let table = rope.table(&pos, &mut buf).unwrap();
+            // Each placement's table at that placement too, as a runtime's allocator would put
+            // both.
+            let mut tstores: Vec<Vec<f32>> = SKEWS.iter().map(|_| vec![]).collect();
+            let tables: Vec<_> = tstores
+                .iter_mut()
+                .zip(SKEWS)
+                .map(|(s, k)| {
+                    let buf = placed(s, rope.table_len(tokens), k);
+                    rope.table(&pos, buf).unwrap()
+                })
+                .collect();
             let reps = (8192 / tokens).max(2);
             // t[path][skew]
             let mut t = vec![vec![vec![]; SKEWS.len()]; 2];
@@ -67,7 +76,7 @@ fn main() {
                     t[0][k].push(s.elapsed().as_secs_f64());
                     let s = Instant::now();
                     for _ in 0..reps {
-                        rope.apply(black_box(&mut x[..]), 32, table).unwrap();
+                        rope.apply(black_box(&mut x[..]), 32, tables[k]).unwrap();
                     }
                     t[1][k].push(s.elapsed().as_secs_f64());
                 }

@@ -20,11 +20,15 @@
 //!   `Rope::apply` from a `Rope::table`. The `h8` rows put the same bytes in 8 heads per token
 //!   instead of 32, so a cost paid per token weighs four times as much there.
 //!
-//! On the AVX2 tier it asks that tier's question instead: how far can a rotation with 16 registers get from its bytes? `rh_const` /
-//! `il_const` rotate with cos/sin held in two registers, no table at all (the least any
-//! rotation of that layout does); `rh_two` loads each table vector once for two heads from
-//! the caller's rows, `il_one` once per head from an expanded table; `posenc_*` are
-//! `Rope::apply` from a `Rope::table` on the AVX2 backend.
+//! On the AVX2 tier it asks that tier's question instead: how far can a rotation with 16
+//! registers get from its bytes? `rh_const` / `il_const` rotate with cos/sin held in two
+//! registers, no table at all (the least any rotation of that layout does); `rh_two` loads
+//! each table vector once for two heads from the caller's rows, `il_one` once per head from
+//! an expanded table and `il_two` once for two heads; `posenc_*` are `Rope::apply` from a
+//! `Rope::table` on the AVX2 backend.
+//!
+//! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
+//! same path: posenc reads such a table's rows where they lie.
 
 /// What both tiers' runs share: the head shape, the buffer, the timing and the report.
 #[cfg(target_arch = "x86_64")]
@@ -55,6 +59,14 @@ mod shared {
         // SAFETY: `Line` is 16 f32 and nothing else (64 bytes, aligned to 64), so the lines
         // are `n` f32 in a row, borrowed mutably with `lines`.
         unsafe { core::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), n) }
+    }
+
+    /// `v` copied to a 64-byte boundary in `lines` (as [`aligned`]), so that which loads
+    /// straddle cache lines does not change from run to run with the allocator.
+    pub fn aligned_copy<'a>(lines: &'a mut Vec<Line>, v: &[f32]) -> &'a [f32] {
+        let a = aligned(lines, v.len().next_multiple_of(16));
+        a[..v.len()].copy_from_slice(v);
+        &a[..v.len()]
     }
 
     /// Each loop's median time over 31 rounds that run every loop in turn, in ns per head of
@@ -98,7 +110,7 @@ mod shared {
 
 #[cfg(target_arch = "x86_64")]
 mod bare {
-    use super::shared::{D, HALF, Line, aligned, medians, print, tokens};
+    use super::shared::{D, HALF, Line, aligned, aligned_copy, medians, print, tokens};
     use core::arch::x86_64::*;
     use posenc::{Layout, Rope, RopeConfig};
     use std::hint::black_box;
@@ -327,12 +339,18 @@ mod bare {
         let rope = |l| Rope::new(&RopeConfig::new(D, 500_000.0, l)).unwrap();
         let (r_rh, r_il) = (rope(Layout::RotateHalf), rope(Layout::Interleaved));
         let pos: Vec<i32> = (0..4 * tokens as i32).map(|p| p + 1000).collect();
-        let mut t_rh = vec![0.0; r_rh.table_len(tokens)];
-        let mut t_il = vec![0.0; r_il.table_len(tokens)];
-        let mut t_h8 = vec![0.0; r_rh.table_len(4 * tokens)];
-        let t_rh = r_rh.table(&pos[..tokens], &mut t_rh).unwrap();
-        let t_il = r_il.table(&pos[..tokens], &mut t_il).unwrap();
-        let t_h8 = r_rh.table(&pos, &mut t_h8).unwrap();
+        // Every table on a 64-byte boundary, the bare loops' and posenc's.
+        let mut stores: [Vec<Line>; 6] = Default::default();
+        let [b_rh, b_il_e, b_il_c, s_rh, s_il, s_h8] = &mut stores;
+        let (rh, il_e, il_c) = (
+            aligned_copy(b_rh, &rh),
+            aligned_copy(b_il_e, &il_e),
+            aligned_copy(b_il_c, &il_c),
+        );
+        let t_rh = r_rh.table(&pos[..tokens], aligned(s_rh, r_rh.table_len(tokens)));
+        let t_il = r_il.table(&pos[..tokens], aligned(s_il, r_il.table_len(tokens)));
+        let t_h8 = r_rh.table(&pos, aligned(s_h8, r_rh.table_len(4 * tokens)));
+        let (t_rh, t_il, t_h8) = (t_rh.unwrap(), t_il.unwrap(), t_h8.unwrap());
 
         let names = [
             "ceiling",
@@ -379,7 +397,7 @@ mod bare {
 /// The AVX2 tier's loops (see the module docs): 16 registers, 8 lanes.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::shared::{D, HALF, Line, aligned, medians, print, tokens};
+    use super::shared::{D, HALF, Line, aligned, aligned_copy, medians, print, tokens};
     use core::arch::x86_64::*;
     use posenc::bench::memory_ceiling_pass;
     use posenc::{Backend, Layout, Rope, RopeConfig};
@@ -452,6 +470,25 @@ mod avx2 {
         }
     }
 
+    /// Interleaved from an expanded table (`[c, c, …][−s, s, …]` per token), each table
+    /// vector loaded once for two heads.
+    #[target_feature(enable = "avx2,fma")]
+    fn il_two(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
+            for two in tok.chunks_exact_mut(2 * D) {
+                let (h0, h1) = two.split_at_mut(D);
+                for v in 0..D / 8 {
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[D + 8 * v..D + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    il_vector(h0, v, c, s);
+                    il_vector(h1, v, c, s);
+                }
+            }
+        }
+    }
+
     /// Interleaved from an expanded table (`[c, c, …][−s, s, …]` per token), a table vector
     /// per head vector.
     #[target_feature(enable = "avx2,fma")]
@@ -496,10 +533,13 @@ mod avx2 {
         };
         let (r_rh, r_il) = (rope(Layout::RotateHalf), rope(Layout::Interleaved));
         let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
-        let mut t_rh = vec![0.0; r_rh.table_len(tokens)];
-        let mut t_il = vec![0.0; r_il.table_len(tokens)];
-        let t_rh = r_rh.table(&pos, &mut t_rh).unwrap();
-        let t_il = r_il.table(&pos, &mut t_il).unwrap();
+        // Every table on a 64-byte boundary, the bare loops' and posenc's.
+        let mut stores: [Vec<Line>; 4] = Default::default();
+        let [b_rh, b_il, s_rh, s_il] = &mut stores;
+        let (rh, il) = (aligned_copy(b_rh, &rh), aligned_copy(b_il, &il));
+        let t_rh = r_rh.table(&pos, aligned(s_rh, r_rh.table_len(tokens)));
+        let t_il = r_il.table(&pos, aligned(s_il, r_il.table_len(tokens)));
+        let (t_rh, t_il) = (t_rh.unwrap(), t_il.unwrap());
         let names = [
             "ceiling",
             "rh_const",
@@ -507,6 +547,7 @@ mod avx2 {
             "posenc_rh",
             "il_const",
             "il_one",
+            "il_two",
             "posenc_il",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
@@ -519,6 +560,7 @@ mod avx2 {
                 3 => r_rh.apply(x, heads, t_rh).unwrap(),
                 4 => il_const(x),
                 5 => il_one(x, &il, heads),
+                6 => il_two(x, &il, heads),
                 _ => r_il.apply(x, heads, t_il).unwrap(),
             }
         });
