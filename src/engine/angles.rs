@@ -68,6 +68,7 @@ impl Tab {
         Rows {
             c: self.c.as_ptr().cast(),
             s: self.s.as_ptr().cast(),
+            compact: false,
         }
     }
 
@@ -132,16 +133,67 @@ impl Tab {
     }
 }
 
-/// A chunk's cos and sin where a rotation reads them, laid out as a [`Tab`]'s: a `Tab`'s arrays
-/// ([`Tab::rows`]), or a token's row of a caller's rotate_half table that needs no scaling,
-/// read where it lies ([`Source::row`]).
+/// A chunk's cos and sin where a rotation reads them: a `Tab`'s arrays ([`Tab::rows`]), or a
+/// token's row of a caller's table that needs no scaling, read where it lies
+/// ([`Source::row`]). A rotate_half row is laid out as a `Tab`; an interleaved one is
+/// *compact*, one entry per pair, and [`Rows::il_vectors`] expands it in registers as
+/// [`Source::put_block`] expands a block into a `Tab`.
 #[derive(Clone, Copy)]
 pub(crate) struct Rows {
     c: *const f32,
     s: *const f32,
+    compact: bool,
 }
 
 impl Rows {
+    /// Vectors `2b` and `2b + 1` of an interleaved chunk's expanded table (pairs `b·LANES ..`;
+    /// the second only when `two`, else the first again), as a `Tab` holds them: read from the
+    /// `Tab`, or expanded from a compact row.
+    ///
+    /// # Safety
+    /// A `Tab`'s entries `2b·LANES ..` (`two`: `.. + 2·LANES`, else `.. + LANES`), or a compact
+    /// row's `b·LANES .. + LANES`, are readable and hold this chunk's table.
+    #[inline(always)]
+    pub(crate) unsafe fn il_vectors<S: Simd>(self, s: S, b: usize, two: bool) -> [(S::F, S::F); 2] {
+        let l = S::LANES;
+        // SAFETY: (each branch) the entries the caller's precondition names.
+        unsafe {
+            if self.compact {
+                let (c, sn) = self.get(s, b * l);
+                expand_il(s, c, sn)
+            } else {
+                let v0 = self.get(s, 2 * b * l);
+                [
+                    v0,
+                    if two {
+                        self.get(s, (2 * b + 1) * l)
+                    } else {
+                        v0
+                    },
+                ]
+            }
+        }
+    }
+
+    /// An interleaved chunk's cos and sin of pairs `b·LANES ..`, one entry per pair: a compact
+    /// row's, or the even lanes of a `Tab`'s expanded cos and the odd lanes of its sin (the
+    /// `+sin` entries).
+    ///
+    /// # Safety
+    /// As [`Rows::il_vectors`] with `two`.
+    #[inline(always)]
+    pub(crate) unsafe fn il_pairs<S: Simd>(self, s: S, b: usize) -> (S::F, S::F) {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            if self.compact {
+                self.get(s, b * S::LANES)
+            } else {
+                let [(c0, s0), (c1, s1)] = self.il_vectors(s, b, true);
+                (s.unzip(c0, c1).0, s.unzip(s0, s1).1)
+            }
+        }
+    }
+
     /// The cos and sin vectors at entry `k`.
     ///
     /// # Safety
@@ -367,14 +419,15 @@ impl<'a, S: Simd> Source<'a, S> {
     /// (multiplied by 1, every cos and sin would stay as it is; a signalling NaN would be
     /// quieted, as the rotation's own multiply quiets it) and its rows start on vector
     /// boundaries: read from a table that straddles cache lines, the rotation ran slower than
-    /// from the aligned copy (`cargo bench --bench ratio`, whose tables are not aligned,
-    /// against `--bench bare`). Laid out as a rotate_half [`Tab`] of the whole window
-    /// (`half` entries each); `None` for every other source.
+    /// from the aligned copy (`cargo bench --bench ratio`, which times tables at both
+    /// placements). `half` entries each: a rotate_half [`Tab`] of the whole window, or (`IL`)
+    /// compact (see [`Rows`]; rows on vector boundaries make the window a whole number of
+    /// pairs of vectors). `None` for every other source.
     ///
     /// # Safety
     /// `t` is a token of the call (the table holds `tokens × half` entries each).
     #[inline(always)]
-    pub(crate) unsafe fn row(&self, t: usize) -> Option<Rows> {
+    pub(crate) unsafe fn row<const IL: bool>(&self, t: usize) -> Option<Rows> {
         let v = S::LANES * size_of::<f32>();
         match self.kind {
             Kind::Table { cos, sin }
@@ -390,6 +443,7 @@ impl<'a, S: Simd> Source<'a, S> {
                     Rows {
                         c: cos.as_ptr().add(t * self.half),
                         s: sin.as_ptr().add(t * self.half),
+                        compact: IL,
                     }
                 })
             }
@@ -439,14 +493,22 @@ impl<'a, S: Simd> Source<'a, S> {
                 tab.put_split(s, b, c, sn);
             }
         } else if IL {
-            let (c0, c1) = s.zip(c, c);
-            let (s0, s1) = s.zip(s.neg(sn), sn);
+            let [(c0, s0), (c1, s1)] = expand_il(s, c, sn);
             tab.put(s, 2 * k, c0, s0);
             tab.put(s, 2 * k + S::LANES, c1, s1);
         } else {
             tab.put(s, k, c, sn);
         }
     }
+}
+
+/// A block's cos and sin (pairs `j .. j + LANES`) expanded for interleaved heads: the two
+/// vectors `([c_j, c_j, c_j+1, c_j+1, …], [−s_j, s_j, −s_j+1, s_j+1, …])` of its values.
+#[inline(always)]
+fn expand_il<S: Simd>(s: S, c: S::F, sn: S::F) -> [(S::F, S::F); 2] {
+    let (c0, c1) = s.zip(c, c);
+    let (s0, s1) = s.zip(s.neg(sn), sn);
+    [(c0, s0), (c1, s1)]
 }
 
 /// Whether a layout is interleaved (the tables' const parameter).

@@ -380,7 +380,8 @@ impl<S: Simd> Run<'_, S> {
     /// of them:
     ///
     /// ```text
-    /// c[v], s[v] = table vector v                (v < NV; interleaved: the expanded entries)
+    /// c[v], s[v] = table vector v                (v < NV; interleaved: the expanded entries,
+    ///                                             expanded here from a caller's compact row)
     /// for each head h:  for each v:  rotate vector v (rotate_half: v and v + half) with c[v], s[v]
     ///     (f32 rotate_half: the v of a block of `half_block` loaded first, then each v + half)
     /// ```
@@ -426,16 +427,32 @@ impl<S: Simd> Run<'_, S> {
         debug_assert!(NV * l == m);
         let (e, whole) = if SKEW { (l / 2, NV - 1) } else { (0, NV) };
         let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
-        for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
-            // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
-            // pieces `0 .. e`, `m − e .. m`, were written for this chunk.
-            (*c, *sn) = unsafe {
-                if v < whole {
-                    tab.get(s, e + v * l)
-                } else {
-                    tab.get_halves(s, 0, m - e)
+        if IL && !SKEW {
+            // Vectors in twos, each two expanded from one compact vector when the row is the
+            // caller's (`Rows::il_vectors`).
+            for b in 0..NV.div_ceil(2) {
+                let two = 2 * b + 1 < NV;
+                // SAFETY: a `Tab`'s entries `2b·LANES .. + 2·LANES ≤ NV·LANES` (`two`, else
+                // `.. + LANES`) were written for this chunk; a compact row holds `half =
+                // NV·LANES/2` entries (the caller's precondition).
+                let [v0, v1] = unsafe { tab.il_vectors(s, b, two) };
+                (c[2 * b], sn[2 * b]) = v0;
+                if two {
+                    (c[2 * b + 1], sn[2 * b + 1]) = v1;
                 }
-            };
+            }
+        } else {
+            for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
+                // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
+                // pieces `0 .. e`, `m − e .. m`, were written for this chunk.
+                (*c, *sn) = unsafe {
+                    if v < whole {
+                        tab.get(s, e + v * l)
+                    } else {
+                        tab.get_halves(s, 0, m - e)
+                    }
+                };
+            }
         }
         for h in 0..nh {
             let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
@@ -542,15 +559,18 @@ impl<S: Simd> Run<'_, S> {
         // Block `b < NV / 2`: rotate_half `[ce, co, se, so]`, interleaved `[c, s, −, −]`.
         let mut t = [[zero; 4]; NV];
         for (b, t) in t.iter_mut().take(NV / 2).enumerate() {
-            // SAFETY: entries `2b·LANES .. (2b + 2)·LANES ≤ NV·LANES` were written for this
-            // chunk.
-            let ((c0, s0), (c1, s1)) =
-                unsafe { (tab.get(s, 2 * b * l), tab.get(s, (2 * b + 1) * l)) };
-            let (ce, co) = s.unzip(c0, c1);
-            let (se, so) = s.unzip(s0, s1);
             *t = if IL {
-                [ce, so, zero, zero]
+                // SAFETY: a `Tab`'s entries `2b·LANES .. (2b + 2)·LANES ≤ NV·LANES` were
+                // written for this chunk; a compact row holds `half = NV·LANES/2` entries.
+                let (c, sn) = unsafe { tab.il_pairs(s, b) };
+                [c, sn, zero, zero]
             } else {
+                // SAFETY: entries `2b·LANES .. (2b + 2)·LANES ≤ NV·LANES` were written for
+                // this chunk.
+                let ((c0, s0), (c1, s1)) =
+                    unsafe { (tab.get(s, 2 * b * l), tab.get(s, (2 * b + 1) * l)) };
+                let (ce, co) = s.unzip(c0, c1);
+                let (se, so) = s.unzip(s0, s1);
                 [ce, co, se, so]
             };
         }

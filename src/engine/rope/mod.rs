@@ -31,10 +31,11 @@
 //! * When a token's table is 2, 4 or 8 vectors and the window a whole number of them
 //!   (head_dim 128: rotate_half on both x86 tiers, interleaved on AVX-512), the table is
 //!   loaded into registers once per token and every head of the view is rotated from them,
-//!   the next table computed after the last head (`Run::resident`). A caller's rotate_half
-//!   table that needs no scaling and starts on a vector boundary is not copied at all: each
-//!   token's row is loaded where it lies (`cargo bench --bench bare`, `posenc_rh` on both x86
-//!   tiers; a table off the boundary lost that way in `--bench ratio`, and is copied).
+//!   the next table computed after the last head (`Run::resident`). A caller's table that
+//!   needs no scaling and starts on a vector boundary is not copied at all: each token's row
+//!   is loaded where it lies, an interleaved one expanded in registers (`cargo bench --bench
+//!   bare`, `posenc_rh` and `posenc_il` on both x86 tiers; a rotate_half table off the
+//!   boundary lost that way in `--bench ratio`, and is copied).
 //!   f32 heads of 96 (3 and 6 vectors on AVX-512, 6 on AVX2) do the same, where the passes
 //!   below took half again as long in cache and at decode (`cargo bench --bench ratio --
 //!   heads`); the 16-bit kernels leave those sizes out, since built in they slowed the

@@ -125,16 +125,20 @@ impl<S: Simd> Run<'_, S> {
         }
     }
 
-    /// Token `t`'s row of a caller's table, read where it lies, for the rotate_half kernels
-    /// under posenc's rounding ([`Source::row`] says which tables qualify); `None` when the
-    /// token's table is staged in a `Tab` instead.
+    /// Token `t`'s row of a caller's table, read where it lies, for the kernels under posenc's
+    /// rounding ([`Source::row`] says which tables qualify), but not for skewed interleaved
+    /// windows, which read a `Tab`'s end pieces; `None` when the token's table is staged in a
+    /// `Tab` instead.
     #[inline(always)]
-    pub(super) fn direct_row<const IL: bool, const ONCE: bool>(&self, t: usize) -> Option<Rows> {
-        if IL || !ONCE || t >= self.tokens {
+    pub(super) fn direct_row<const IL: bool, const ONCE: bool, const SKEW: bool>(
+        &self,
+        t: usize,
+    ) -> Option<Rows> {
+        if IL && SKEW || !ONCE || t >= self.tokens {
             return None;
         }
         // SAFETY: `t` is a token of the call (tested above).
-        unsafe { self.src.row(t) }
+        unsafe { self.src.row::<IL>(t) }
     }
 
     /// Where, in values from the start of its buffer, view `v`'s rotary window of head 0 of

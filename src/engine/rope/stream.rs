@@ -436,7 +436,7 @@ impl<S: Simd> Run<'_, S> {
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             for t in 0..self.tokens {
                 let (cur, nxt) = alternate(tabs, t);
-                let row = self.direct_row::<IL, ONCE>(t);
+                let row = self.direct_row::<IL, ONCE, SKEW>(t);
                 let rows = match row {
                     Some(row) => row,
                     None => cur.rows(),
@@ -462,7 +462,7 @@ impl<S: Simd> Run<'_, S> {
         }
         for t in 0..self.tokens {
             let (cur, nxt) = alternate(tabs, t);
-            let row = self.direct_row::<IL, ONCE>(t);
+            let row = self.direct_row::<IL, ONCE, SKEW>(t);
             let rows = match row {
                 Some(row) => row,
                 None => cur.rows(),
