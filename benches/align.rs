@@ -5,7 +5,10 @@
 //! `malloc` places a block it maps fresh (128 KiB and up; so a Rust `Vec`), and its other
 //! blocks are only 16-byte aligned; ggml and PyTorch align tensors to 64 bytes.
 //! Printed: ns per token-head at each placement and the time at +16 B over the aligned time.
-//! `cargo bench -p posenc-benches --bench align` (pin it: `taskset -c 1 …`).
+//! `cargo bench -p posenc-benches --bench align` (pin it: `taskset -c 1 …`;
+//! `POSENC_BENCH_BACKEND=avx2` times that tier on an AVX-512 host).
+
+mod common;
 
 use posenc::{Layout, Rope, RopeConfig};
 use std::hint::black_box;
@@ -28,6 +31,7 @@ fn placed(store: &mut Vec<f32>, len: usize, skew: usize) -> &mut [f32] {
 }
 
 fn main() {
+    println!("backend {}", common::chosen_backend().name());
     println!(
         "f32 apply at four placements in a cache line, ns per token-head, medians of 41 \
          alternating rounds; ratio = time at +16 B / aligned time"
@@ -39,7 +43,9 @@ fn main() {
             (Layout::Interleaved, "interleaved"),
             (Layout::RotateHalf, "rotate_half"),
         ] {
-            let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout)).unwrap();
+            let rope = Rope::new(&RopeConfig::new(128, 500_000.0, layout))
+                .and_then(|r| r.with_backend(common::chosen_backend()))
+                .unwrap();
             let len = tokens * 32 * 128;
             let mut stores: Vec<Vec<f32>> = SKEWS.iter().map(|_| vec![]).collect();
             let mut xs: Vec<&mut [f32]> = stores

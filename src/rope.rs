@@ -763,6 +763,10 @@ impl Rope {
     /// every backend, in every layout, rounding mode and dtype; the attention factor is
     /// applied by each call (so `apply`, `apply_inverse` and `shift` all take the same table).
     ///
+    /// Place `buf` on a 64-byte boundary (as ggml's and PyTorch's allocators place tensors):
+    /// a call with the default rounding and no attention factor then reads each token's row
+    /// where it lies, where otherwise it copies the row first.
+    ///
     /// ```
     /// use posenc::{Layout, Rope, RopeConfig};
     /// let rope = Rope::new(&RopeConfig::new(64, 5e5, Layout::RotateHalf)).unwrap();
