@@ -204,6 +204,29 @@ impl Rows {
         unsafe { (s.ld_f32(self.c.add(k)), s.ld_f32(self.s.add(k))) }
     }
 
+    /// The cos and sin vectors of entries `lo .. lo + f` (lanes `0 .. f`) and `hi .. hi +
+    /// LANES − f` (the rest; see [`Simd::ld_f32_split`] for the `f` a tier takes).
+    ///
+    /// # Safety
+    /// Both ranges of both rows are readable and hold this chunk's table; `f` as
+    /// `ld_f32_split` requires.
+    #[inline(always)]
+    pub(crate) unsafe fn get_split<S: Simd>(
+        self,
+        s: S,
+        lo: usize,
+        hi: usize,
+        f: usize,
+    ) -> (S::F, S::F) {
+        // SAFETY: the caller's precondition.
+        unsafe {
+            (
+                s.ld_f32_split(self.c.add(lo), self.c.add(hi), f),
+                s.ld_f32_split(self.s.add(lo), self.s.add(hi), f),
+            )
+        }
+    }
+
     /// The cos and sin vectors of entries `lo .. lo + LANES/2` (low lanes) and `hi .. hi +
     /// LANES/2` (high lanes).
     ///

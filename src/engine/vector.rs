@@ -41,8 +41,13 @@ pub(crate) trait Simd: Copy {
     /// half a vector each. Half a vector at an address that is a multiple of its size never
     /// straddles a cache line, so the RoPE driver then moves an f32 window that starts half a
     /// vector past a vector boundary (a `malloc`ed buffer on AVX2) on whole-vector boundaries,
-    /// its two end pieces together in one vector (see `engine/rope.rs`).
+    /// its two end pieces together in one vector (see `engine/rope/mod.rs`).
     const HALVES: bool = false;
+    /// Whether [`Simd::ld_f32_split`] and [`Simd::st_f32_split`] also split a vector at a
+    /// quarter and at three quarters of its lanes, as native accesses of a quarter vector each
+    /// (AVX-512: a window 16 or 48 bytes past a cache line, where `malloc` puts large blocks,
+    /// moved on vector boundaries as [`Simd::HALVES`] moves those half a vector past one).
+    const QUARTERS: bool = false;
     /// Whether [`Simd::st_bf16_pair`] costs less than two [`Simd::st_bf16`] (a rounding whose
     /// per-vector test two vectors can share). Only then do kernels take two vectors at a
     /// time for it: elsewhere the pairing gains nothing and changed the portable tier's code
@@ -169,6 +174,28 @@ pub(crate) trait Simd: Copy {
             core::ptr::copy_nonoverlapping(b.as_ptr(), lo, h);
             core::ptr::copy_nonoverlapping(b.as_ptr().add(h), hi, h);
         }
+    }
+    /// Lanes `0 .. f` from `lo`, lanes `f .. LANES` from `hi`: [`Simd::ld_f32_halves`] when
+    /// `f` is `LANES/2`, the only split a tier takes unless it has [`Simd::QUARTERS`].
+    ///
+    /// # Safety
+    /// `lo .. lo + f` and `hi .. hi + LANES − f` are readable; `f` is `LANES/2`, or with
+    /// `QUARTERS` a quarter or three quarters of `LANES`.
+    #[inline(always)]
+    unsafe fn ld_f32_split(self, lo: *const f32, hi: *const f32, f: usize) -> Self::F {
+        debug_assert!(f == Self::LANES / 2);
+        // SAFETY: the caller's precondition with `f = LANES/2`.
+        unsafe { self.ld_f32_halves(lo, hi) }
+    }
+    /// Lanes `0 .. f` of `v` to `lo`, lanes `f .. LANES` to `hi` (see [`Simd::ld_f32_split`]).
+    ///
+    /// # Safety
+    /// `lo .. lo + f` and `hi .. hi + LANES − f` are writable; `f` as for `ld_f32_split`.
+    #[inline(always)]
+    unsafe fn st_f32_split(self, v: Self::F, lo: *mut f32, hi: *mut f32, f: usize) {
+        debug_assert!(f == Self::LANES / 2);
+        // SAFETY: the caller's precondition with `f = LANES/2`.
+        unsafe { self.st_f32_halves(v, lo, hi) }
     }
     /// `LANES` f16 from `p`, widened exactly.
     ///

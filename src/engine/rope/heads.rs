@@ -27,11 +27,11 @@ const fn split<
     O: Element,
     const ONCE: bool,
     const NV: usize,
-    const SKEW: bool,
+    const SKEW: usize,
 >() -> bool {
     S::SPLIT_BF16
         && ONCE
-        && !SKEW
+        && SKEW == 0
         && NV.is_multiple_of(2)
         && matches!(I::DTYPE, Dtype::Bf16)
         && matches!(O::DTYPE, Dtype::Bf16)
@@ -370,7 +370,7 @@ impl<S: Simd> Run<'_, S> {
         for i in 0..H {
             // SAFETY: window `i` (the caller's precondition), f32.
             unsafe {
-                self.ends::<I, IL, ONCE>(p0.add(i * ps).cast(), q0.add(i * qs).cast(), c, sn)
+                self.ends::<I, IL, ONCE>(p0.add(i * ps).cast(), q0.add(i * qs).cast(), c, sn, e)
             };
         }
     }
@@ -395,8 +395,12 @@ impl<S: Simd> Run<'_, S> {
     /// (the same windows in place, else disjoint); `tab` holds the table of every pair of the
     /// window, and `NV · LANES` is `half` (rotate_half) or `2·half` (interleaved).
     ///
-    /// `SKEW`: the windows are [`Run::rotate_skewed`]'s, vector `v` starts at `LANES/2 +
-    /// v·LANES` and the last register pair holds the table of the two end pieces.
+    /// `SKEW` (0: none): the f32 windows start `SKEW` values before a vector boundary, a split
+    /// [`Simd::ld_f32_split`] takes (`LANES/2`: [`Run::rotate_skewed`]'s windows): vector `v`
+    /// starts at `SKEW + v·LANES`, and the last register pair holds the table of the two end
+    /// pieces, values `0 .. SKEW` and the last `LANES − SKEW` (see [`Run::ends`]). A constant,
+    /// so each split's loads and stores are fixed in the loop (passed in at run time, the
+    /// skewed loops ran slower than the straddling ones, `cargo bench --bench align`).
     #[inline(always)]
     pub(super) unsafe fn resident<
         I: Element,
@@ -404,7 +408,7 @@ impl<S: Simd> Run<'_, S> {
         const IL: bool,
         const ONCE: bool,
         const NV: usize,
-        const SKEW: bool,
+        const SKEW: usize,
     >(
         &self,
         p0: *const I,
@@ -425,9 +429,9 @@ impl<S: Simd> Run<'_, S> {
         let (s, l, half) = (self.s, S::LANES, self.half);
         let m = if IL { 2 * half } else { half };
         debug_assert!(NV * l == m);
-        let (e, whole) = if SKEW { (l / 2, NV - 1) } else { (0, NV) };
+        let (e, whole) = if SKEW > 0 { (SKEW, NV - 1) } else { (0, NV) };
         let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
-        if IL && !SKEW {
+        if IL && SKEW == 0 {
             // Vectors in twos, each two expanded from one compact vector when the row is the
             // caller's (`Rows::il_vectors`).
             for b in 0..NV.div_ceil(2) {
@@ -444,21 +448,22 @@ impl<S: Simd> Run<'_, S> {
         } else {
             for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
                 // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
-                // pieces `0 .. e`, `m − e .. m`, were written for this chunk.
+                // pieces `0 .. e`, `m − (LANES − e) .. m`, were written for this chunk; `e` is
+                // a split `ld_f32_split` takes (the caller's precondition).
                 (*c, *sn) = unsafe {
                     if v < whole {
                         tab.get(s, e + v * l)
                     } else {
-                        tab.get_halves(s, 0, m - e)
+                        tab.get_split(s, 0, m - (l - e), e)
                     }
                 };
             }
         }
         for h in 0..nh {
             let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
-            if SKEW {
+            if SKEW > 0 {
                 // SAFETY: the window of head `h` (the caller's precondition), f32 (`SKEW`).
-                unsafe { self.ends::<I, IL, ONCE>(p.cast(), q.cast(), c[NV - 1], sn[NV - 1]) };
+                unsafe { self.ends::<I, IL, ONCE>(p.cast(), q.cast(), c[NV - 1], sn[NV - 1], e) };
             }
             if IL && paired::<S, O>() {
                 let mut v = 0;
@@ -542,7 +547,7 @@ impl<S: Simd> Run<'_, S> {
     /// interleaved table also shrinks from `2·NV` registers to `NV`.
     ///
     /// # Safety
-    /// As [`Run::resident`] with `SKEW` false, the windows of bf16.
+    /// As [`Run::resident`] with `SKEW` 0, the windows of bf16.
     #[inline(always)]
     pub(super) unsafe fn resident_split<const IL: bool, const NV: usize>(
         &self,
@@ -734,11 +739,13 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// The two end pieces of a skewed window (see [`Run::rotate_skewed`]) in one vector,
-    /// `c`, `sn` their table: each piece half a vector, loaded and stored on its own.
+    /// `c`, `sn` their table: values `0 .. f` in lanes `0 .. f`, the last `LANES − f` in the
+    /// rest, each piece loaded and stored on its own ([`Simd::ld_f32_split`]).
     ///
     /// # Safety
     /// `p .. p + 2·half` is a readable f32 window, `q ..` the same window or a disjoint
-    /// writable one; `I` is f32 (it names the rounding of the HF modes).
+    /// writable one; `I` is f32 (it names the rounding of the HF modes); `f` is even, below
+    /// `LANES`, and a split `ld_f32_split` takes.
     #[inline(always)]
     pub(super) unsafe fn ends<I: Element, const IL: bool, const ONCE: bool>(
         &self,
@@ -746,24 +753,27 @@ impl<S: Simd> Run<'_, S> {
         q: *mut f32,
         c: S::F,
         sn: S::F,
+        f: usize,
     ) {
         let (s, half) = (self.s, self.half);
-        let e = S::LANES / 2;
+        // The back piece starts `b` values before the end of each run.
+        let b = S::LANES - f;
         debug_assert!(I::DTYPE == Dtype::F32);
-        // SAFETY: every piece lies inside the window (`e ≤ half`; the caller's precondition).
+        // SAFETY: every piece lies inside the window (`f, b < LANES ≤ half`: a skewed window
+        // is a whole number of vectors; the caller's precondition).
         unsafe {
             if IL {
                 let m = 2 * half;
-                let v = s.ld_f32_halves(p, p.add(m - e));
+                let v = s.ld_f32_split(p, p.add(m - b), f);
                 let r = self.rot::<I, ONCE>(v, c, s.swap_pairs(v), sn, false);
-                s.st_f32_halves(r, q, q.add(m - e));
+                s.st_f32_split(r, q, q.add(m - b), f);
             } else {
-                let x = s.ld_f32_halves(p, p.add(half - e));
-                let y = s.ld_f32_halves(p.add(half), p.add(2 * half - e));
-                let a = self.rot::<I, ONCE>(x, c, y, sn, true);
-                let b = self.rot::<I, ONCE>(y, c, x, sn, false);
-                s.st_f32_halves(a, q, q.add(half - e));
-                s.st_f32_halves(b, q.add(half), q.add(2 * half - e));
+                let x = s.ld_f32_split(p, p.add(half - b), f);
+                let y = s.ld_f32_split(p.add(half), p.add(2 * half - b), f);
+                let ra = self.rot::<I, ONCE>(x, c, y, sn, true);
+                let rb = self.rot::<I, ONCE>(y, c, x, sn, false);
+                s.st_f32_split(ra, q, q.add(half - b), f);
+                s.st_f32_split(rb, q.add(half), q.add(2 * half - b), f);
             }
         }
     }

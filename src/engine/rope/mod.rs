@@ -81,7 +81,11 @@
 //!   vector accesses made in-cache calls slower than on an aligned buffer (`cargo bench
 //!   --bench align`, every placement in a cache line side by side). Not with one head per pass
 //!   (interleaved streaming): there a table load serves one head, and the table loaded as
-//!   halves cost what the split data accesses did.
+//!   halves cost what the split data accesses did. On AVX-512 the loops that hold the table
+//!   in registers also take windows a quarter or three quarters of a vector before a boundary
+//!   (16 or 48 bytes past a cache line: `malloc`'s large blocks, a Rust `Vec`), their end
+//!   pieces moved a quarter vector at a time (`Simd::QUARTERS`; `--bench align`, +16 B and
+//!   +48 B against +0 B).
 //! * A bf16 destination on a tier whose rounding tests each vector (AVX512-BF16 for
 //!   subnormals, NEON without FEAT_BF16 for NaNs: `Simd::BF16_PAIR`) is written two vectors at a time (a
 //!   rotate_half pair, two interleaved vectors) through one `Simd::st2`, which makes that test

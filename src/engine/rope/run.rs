@@ -130,11 +130,11 @@ impl<S: Simd> Run<'_, S> {
     /// windows, which read a `Tab`'s end pieces; `None` when the token's table is staged in a
     /// `Tab` instead.
     #[inline(always)]
-    pub(super) fn direct_row<const IL: bool, const ONCE: bool, const SKEW: bool>(
+    pub(super) fn direct_row<const IL: bool, const ONCE: bool, const SKEW: usize>(
         &self,
         t: usize,
     ) -> Option<Rows> {
-        if IL && SKEW || !ONCE || t >= self.tokens {
+        if IL && SKEW > 0 || !ONCE || t >= self.tokens {
             return None;
         }
         // SAFETY: `t` is a token of the call (tested above).

@@ -337,10 +337,11 @@ impl<S: Simd> Run<'_, S> {
         nv: usize,
         tabs: &mut [Tab; 2],
     ) {
-        // f32 windows half a vector past a vector boundary, every one of the call's (the
-        // strides keep the offset), on a tier with native half-vector accesses. Otherwise the
-        // plain loop, which takes windows at any address.
+        // f32 windows the same number of values `f` before a vector boundary, every one of the
+        // call's (the strides keep the offset), on a tier that splits vectors there (see
+        // `front`). Otherwise the plain loop, which takes windows at any address.
         let mut skewed = const { skewable::<S, I, O, WHOLE>() };
+        let mut f = 0;
         for target in targets.iter() {
             let ((x, _), (y, _)) = (target.src(), target.dst());
             for (sv, dv) in target.src_views.iter().zip(target.dst_views) {
@@ -350,37 +351,41 @@ impl<S: Simd> Run<'_, S> {
                         x.wrapping_add(self.first_window(sv)),
                         y.wrapping_add(self.first_window(dv)),
                     );
-                    skewed &= half_skewed::<S>(p.addr(), [sv.token_stride, sv.head_stride])
-                        && half_skewed::<S>(q.addr(), [dv.token_stride, dv.head_stride]);
+                    let fp = front::<S>(p.addr(), [sv.token_stride, sv.head_stride]);
+                    let fq = front::<S>(q.addr(), [dv.token_stride, dv.head_stride]);
+                    skewed &= fp != 0 && fp == fq && (f == 0 || f == fp);
+                    f = fp;
                 }
             }
         }
         macro_rules! tokens {
             ($nv:literal, $skew:literal) => {
-                // SAFETY: the caller's precondition; `$skew` only when every window is skewed.
+                // SAFETY: the caller's precondition; `$skew` (nonzero) only when every window
+                // is an f32 window that many values before a boundary, a split the tier takes
+                // (`front`).
                 unsafe { self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, $skew>(targets, tabs) }
             };
         }
-        if const { skewable::<S, I, O, WHOLE>() } && skewed {
-            match nv {
-                2 => tokens!(2, true),
-                4 => tokens!(4, true),
-                3 if const { f32_only::<S, I>(3) } => tokens!(3, true),
-                6 if const { f32_only::<S, I>(6) } => tokens!(6, true),
-                16 if const { f32_only::<S, I>(16) } => tokens!(16, true),
-                _ => tokens!(8, true),
-            }
-        } else {
-            match nv {
-                2 => tokens!(2, false),
-                4 => tokens!(4, false),
-                3 if const { f32_only::<S, I>(3) } => {
-                    tokens!(3, false)
+        macro_rules! by_size {
+            ($skew:literal) => {
+                match nv {
+                    2 => tokens!(2, $skew),
+                    4 => tokens!(4, $skew),
+                    3 if const { f32_only::<S, I>(3) } => tokens!(3, $skew),
+                    6 if const { f32_only::<S, I>(6) } => tokens!(6, $skew),
+                    16 if const { f32_only::<S, I>(16) } => tokens!(16, $skew),
+                    _ => tokens!(8, $skew),
                 }
-                6 if const { f32_only::<S, I>(6) } => tokens!(6, false),
-                16 if const { f32_only::<S, I>(16) } => tokens!(16, false),
-                _ => tokens!(8, false),
-            }
+            };
+        }
+        // (`front` gives 4 on AVX2, whose vectors are 8 lanes; 4, 8 or 12 on AVX-512, so only
+        // 16-lane kernels contain the loops of 8 and 12.)
+        match f {
+            _ if !(const { skewable::<S, I, O, WHOLE>() } && skewed) => by_size!(0),
+            4 => by_size!(4),
+            8 if const { S::LANES == 16 } => by_size!(8),
+            12 if const { S::LANES == 16 } => by_size!(12),
+            _ => by_size!(0),
         }
     }
 
@@ -388,8 +393,8 @@ impl<S: Simd> Run<'_, S> {
     /// ([`Run::resident`]), then the next token's table.
     ///
     /// # Safety
-    /// As [`Run::stream_resident`]; `SKEW` only when every window of the call is an f32
-    /// window half a vector past a boundary on a tier that takes them.
+    /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
+    /// f32 window `SKEW` values before a vector boundary, a split the tier takes (`front`).
     #[inline(always)]
     pub(super) unsafe fn resident_tokens<
         I: Element,
@@ -398,7 +403,7 @@ impl<S: Simd> Run<'_, S> {
         const ONCE: bool,
         const WHOLE: bool,
         const NV: usize,
-        const SKEW: bool,
+        const SKEW: usize,
     >(
         &self,
         targets: &mut [Target<'_, I, O>],
@@ -522,8 +527,25 @@ impl<S: Simd> Run<'_, S> {
 /// and `strides` (in values) keep every other window of the view there too.
 #[inline(always)]
 fn half_skewed<S: Simd>(at: usize, strides: [usize; 2]) -> bool {
-    let v = S::LANES * size_of::<f32>();
-    at % v == v / 2 && strides.iter().all(|s| s.is_multiple_of(S::LANES))
+    front::<S>(at, strides) == S::LANES / 2
+}
+
+/// How many f32 values the window at address `at` lies before the next vector boundary of
+/// `S`, when `S` splits a vector there ([`Simd::ld_f32_split`]: half a vector, and on a tier
+/// with [`Simd::QUARTERS`] a quarter or three quarters) and `strides` (in values) keep every
+/// other window of the view there too; 0 otherwise (and on a boundary).
+#[inline(always)]
+fn front<S: Simd>(at: usize, strides: [usize; 2]) -> usize {
+    let (l, v) = (S::LANES, S::LANES * size_of::<f32>());
+    let r = at % v;
+    // (`r` a multiple of 8 bytes: `f` is even, so no interleaved pair is split.)
+    let f = (v - r) / size_of::<f32>();
+    let split = 2 * f == l || S::QUARTERS && (4 * f == l || 4 * f == 3 * l);
+    if r != 0 && r.is_multiple_of(8) && split && strides.iter().all(|s| s.is_multiple_of(l)) {
+        f
+    } else {
+        0
+    }
 }
 
 /// The rotary windows of one view's heads for one token: head `h` at `p + h·ps` (source) and

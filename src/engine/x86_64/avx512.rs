@@ -77,6 +77,7 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
     const REGISTERS: usize = 32;
     const HALVES: bool = true;
+    const QUARTERS: bool = true;
     const BF16_PAIR: bool = BF16;
     const SPLIT_BF16: bool = BF16;
     type F = __m512;
@@ -272,6 +273,52 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
                 hi,
                 _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))),
             );
+        }
+    }
+    #[inline(always)]
+    unsafe fn ld_f32_split(self, lo: *const f32, hi: *const f32, f: usize) -> __m512 {
+        if f == 8 {
+            // SAFETY: the caller's precondition with `f = LANES/2`.
+            return unsafe { self.ld_f32_halves(lo, hi) };
+        }
+        // Four quarter vectors, quarter `i` (lanes `4i ..`) from `lo + 4i` below `f`, else
+        // from `hi + 4i − f`.
+        let at = |i: usize| {
+            if 4 * i < f {
+                lo.wrapping_add(4 * i)
+            } else {
+                hi.wrapping_add(4 * i - f)
+            }
+        };
+        // SAFETY: the token proves AVX-512F; `f` is 4 or 12 (the caller's precondition), so each
+        // quarter lies in `lo .. lo + f` or `hi .. hi + 16 − f`, which are readable.
+        unsafe {
+            let v = _mm512_castps128_ps512(_mm_loadu_ps(at(0)));
+            let v = _mm512_insertf32x4::<1>(v, _mm_loadu_ps(at(1)));
+            let v = _mm512_insertf32x4::<2>(v, _mm_loadu_ps(at(2)));
+            _mm512_insertf32x4::<3>(v, _mm_loadu_ps(at(3)))
+        }
+    }
+    #[inline(always)]
+    unsafe fn st_f32_split(self, v: __m512, lo: *mut f32, hi: *mut f32, f: usize) {
+        if f == 8 {
+            // SAFETY: the caller's precondition with `f = LANES/2`.
+            return unsafe { self.st_f32_halves(v, lo, hi) };
+        }
+        let at = |i: usize| {
+            if 4 * i < f {
+                lo.wrapping_add(4 * i)
+            } else {
+                hi.wrapping_add(4 * i - f)
+            }
+        };
+        // SAFETY: the token proves AVX-512F; each quarter lies in `lo .. lo + f` or `hi .. hi +
+        // 16 − f` (`f` is 4 or 12, the caller's precondition), which are writable.
+        unsafe {
+            _mm_storeu_ps(at(0), _mm512_castps512_ps128(v));
+            _mm_storeu_ps(at(1), _mm512_extractf32x4_ps::<1>(v));
+            _mm_storeu_ps(at(2), _mm512_extractf32x4_ps::<2>(v));
+            _mm_storeu_ps(at(3), _mm512_extractf32x4_ps::<3>(v));
         }
     }
     #[inline(always)]
