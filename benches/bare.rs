@@ -368,14 +368,14 @@ mod bare {
         let m = medians(names.len(), x, |k, x| unsafe {
             match k {
                 0 => ceiling(x),
-                1 => rh_bare(x, &rh, heads),
-                2 => rh_staged(x, &rh, heads, black_box(1.0)),
+                1 => rh_bare(x, rh, heads),
+                2 => rh_staged(x, rh, heads, black_box(1.0)),
                 3 => r_rh.apply(x, heads, t_rh).unwrap(),
-                4 => il_expanded(x, &il_e, heads),
-                5 => il_expanded_reg(x, &il_c, heads),
-                6 => il_moveldup(x, &il_c, heads),
+                4 => il_expanded(x, il_e, heads),
+                5 => il_expanded_reg(x, il_c, heads),
+                6 => il_moveldup(x, il_c, heads),
                 7 => r_il.apply(x, heads, t_il).unwrap(),
-                8 => rh_bare(x, &rh, 8),
+                8 => rh_bare(x, rh, 8),
                 _ => r_rh.apply(x, 8, t_h8).unwrap(),
             }
         });
@@ -556,11 +556,11 @@ mod avx2 {
                 // The bytes ceiling of `--bench ratio` for f32, on this tier.
                 0 => memory_ceiling_pass(Backend::Avx2, x, 0.999, 1e-4).unwrap(),
                 1 => rh_const(x),
-                2 => rh_two(x, &rh, heads),
+                2 => rh_two(x, rh, heads),
                 3 => r_rh.apply(x, heads, t_rh).unwrap(),
                 4 => il_const(x),
-                5 => il_one(x, &il, heads),
-                6 => il_two(x, &il, heads),
+                5 => il_one(x, il, heads),
+                6 => il_two(x, il, heads),
                 _ => r_il.apply(x, heads, t_il).unwrap(),
             }
         });
