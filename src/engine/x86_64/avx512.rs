@@ -281,15 +281,8 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
             // SAFETY: the caller's precondition with `f = LANES/2`.
             return unsafe { self.ld_f32_halves(lo, hi) };
         }
-        // Four quarter vectors, quarter `i` (lanes `4i ..`) from `lo + 4i` below `f`, else
-        // from `hi + 4i − f`.
-        let at = |i: usize| {
-            if 4 * i < f {
-                lo.wrapping_add(4 * i)
-            } else {
-                hi.wrapping_add(4 * i - f)
-            }
-        };
+        // Four quarter vectors (see `quarter`).
+        let at = |i| quarter(lo, hi, f, i);
         // SAFETY: the token proves AVX-512F; `f` is 4 or 12 (the caller's precondition), so each
         // quarter lies in `lo .. lo + f` or `hi .. hi + 16 − f`, which are readable.
         unsafe {
@@ -305,13 +298,7 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
             // SAFETY: the caller's precondition with `f = LANES/2`.
             return unsafe { self.st_f32_halves(v, lo, hi) };
         }
-        let at = |i: usize| {
-            if 4 * i < f {
-                lo.wrapping_add(4 * i)
-            } else {
-                hi.wrapping_add(4 * i - f)
-            }
-        };
+        let at = |i| quarter(lo, hi, f, i).cast_mut();
         // SAFETY: the token proves AVX-512F; each quarter lies in `lo .. lo + f` or `hi .. hi +
         // 16 − f` (`f` is 4 or 12, the caller's precondition), which are writable.
         unsafe {
@@ -598,4 +585,15 @@ fn opaque(mut v: __m512i) -> __m512i {
         core::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags))
     };
     v
+}
+
+/// Where quarter `i` (lanes `4i .. 4i + 4`) of a vector split at lane `f` lies: at `lo + 4i`
+/// below `f`, else at `hi + 4i − f` ([`Simd::ld_f32_split`]).
+#[inline(always)]
+fn quarter(lo: *const f32, hi: *const f32, f: usize, i: usize) -> *const f32 {
+    if 4 * i < f {
+        lo.wrapping_add(4 * i)
+    } else {
+        hi.wrapping_add(4 * i - f)
+    }
 }
