@@ -471,36 +471,19 @@ mod avx2 {
     }
 
     /// Interleaved from an expanded table (`[c, c, …][−s, s, …]` per token), each table
-    /// vector loaded once for two heads.
+    /// vector loaded once for `H` heads (`il_one`: 1, `il_two`: 2).
     #[target_feature(enable = "avx2,fma")]
-    fn il_two(x: &mut [f32], tab: &[f32], heads: usize) {
+    fn il_heads<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
         for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
-            for two in tok.chunks_exact_mut(2 * D) {
-                let (h0, h1) = two.split_at_mut(D);
+            for group in tok.chunks_exact_mut(H * D) {
                 for v in 0..D / 8 {
                     let (c, s) = (&row[8 * v..8 * v + 8], &row[D + 8 * v..D + 8 * v + 8]);
                     // SAFETY: `c` and `s` are 8 values each.
                     let (c, s) =
                         unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
-                    il_vector(h0, v, c, s);
-                    il_vector(h1, v, c, s);
-                }
-            }
-        }
-    }
-
-    /// Interleaved from an expanded table (`[c, c, …][−s, s, …]` per token), a table vector
-    /// per head vector.
-    #[target_feature(enable = "avx2,fma")]
-    fn il_one(x: &mut [f32], tab: &[f32], heads: usize) {
-        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
-            for head in tok.chunks_exact_mut(D) {
-                for v in 0..D / 8 {
-                    let (c, s) = (&row[8 * v..8 * v + 8], &row[D + 8 * v..D + 8 * v + 8]);
-                    // SAFETY: `c` and `s` are 8 values each.
-                    let (c, s) =
-                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
-                    il_vector(head, v, c, s);
+                    for head in group.chunks_exact_mut(D) {
+                        il_vector(head, v, c, s);
+                    }
                 }
             }
         }
@@ -559,8 +542,8 @@ mod avx2 {
                 2 => rh_two(x, rh, heads),
                 3 => r_rh.apply(x, heads, t_rh).unwrap(),
                 4 => il_const(x),
-                5 => il_one(x, il, heads),
-                6 => il_two(x, il, heads),
+                5 => il_heads::<1>(x, il, heads),
+                6 => il_heads::<2>(x, il, heads),
                 _ => r_il.apply(x, heads, t_il).unwrap(),
             }
         });
