@@ -2,7 +2,7 @@
 //! many heads share a table load, and where the next token's table is computed (see the
 //! module docs of `engine::rope` for the choices and the benchmarks that settled them).
 
-use super::heads::{skewable, split_stream};
+use super::heads::{SPLIT_AT_RUN_TIME, skewable, split_stream};
 use super::norm::scale;
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
@@ -359,15 +359,17 @@ impl<S: Simd> Run<'_, S> {
             }
         }
         macro_rules! tokens {
-            ($nv:literal, $skew:literal) => {
+            ($nv:literal, $skew:expr) => {
                 // SAFETY: the caller's precondition; `$skew` (nonzero) only when every window
                 // is an f32 window that many values before a boundary, a split the tier takes
                 // (`front`).
-                unsafe { self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, $skew>(targets, tabs) }
+                unsafe {
+                    self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(targets, tabs, f)
+                }
             };
         }
         macro_rules! by_size {
-            ($skew:literal) => {
+            ($skew:expr) => {
                 match nv {
                     2 => tokens!(2, $skew),
                     4 => tokens!(4, $skew),
@@ -379,12 +381,15 @@ impl<S: Simd> Run<'_, S> {
             };
         }
         // (`front` gives 4 on AVX2, whose vectors are 8 lanes; 4, 8 or 12 on AVX-512, so only
-        // 16-lane kernels contain the loops of 8 and 12.)
+        // 16-lane kernels contain the loops of 8 and 12. Unoptimised builds contain only the
+        // loop that takes the split at run time: see `SPLIT_AT_RUN_TIME`.)
+        const EACH: bool = !cfg!(debug_assertions);
         match f {
             _ if !(const { skewable::<S, I, O, WHOLE>() } && skewed) => by_size!(0),
-            4 => by_size!(4),
-            8 if const { S::LANES == 16 } => by_size!(8),
-            12 if const { S::LANES == 16 } => by_size!(12),
+            _ if const { !EACH } => by_size!(SPLIT_AT_RUN_TIME),
+            4 if const { EACH } => by_size!(4),
+            8 if const { EACH && S::LANES == 16 } => by_size!(8),
+            12 if const { EACH && S::LANES == 16 } => by_size!(12),
             _ => by_size!(0),
         }
     }
@@ -394,7 +399,8 @@ impl<S: Simd> Run<'_, S> {
     ///
     /// # Safety
     /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
-    /// f32 window `SKEW` values before a vector boundary, a split the tier takes (`front`).
+    /// f32 window `SKEW` values (with [`SPLIT_AT_RUN_TIME`]: `f` values) before a vector
+    /// boundary, a split the tier takes (`front`).
     #[inline(always)]
     pub(super) unsafe fn resident_tokens<
         I: Element,
@@ -408,6 +414,7 @@ impl<S: Simd> Run<'_, S> {
         &self,
         targets: &mut [Target<'_, I, O>],
         tabs: &mut [Tab; 2],
+        f: usize,
     ) {
         debug_assert!(WHOLE && self.chunks == 1);
         let partial = 2 * self.half < self.head_dim;
@@ -457,6 +464,7 @@ impl<S: Simd> Run<'_, S> {
                         qhs,
                         nh,
                         rows,
+                        f,
                     )
                 };
                 if row.is_none() {
@@ -512,6 +520,7 @@ impl<S: Simd> Run<'_, S> {
                             dhs,
                             nh,
                             rows,
+                            f,
                         )
                     };
                 }
