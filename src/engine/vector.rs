@@ -69,6 +69,15 @@ pub(crate) trait Simd: Copy {
     /// `LANES / 2` f64.
     type D: Copy;
 
+    /// Runs `f` in a stack frame of its own, compiled with this tier's features: the tiers with
+    /// features call it from a `#[target_feature]` function that is never inlined (see
+    /// [`apart!`](crate::engine::vector::apart)), the others from a plain one.
+    #[cfg(posenc_unoptimized)]
+    #[inline(always)]
+    fn apart<R>(self, f: impl FnOnce() -> R) -> R {
+        apart_plain(f)
+    }
+
     /// Every lane `v`.
     fn splat(self, v: f32) -> Self::F;
     /// `a + b`.
@@ -493,6 +502,35 @@ pub(crate) fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
     buf[..src.len()].copy_from_slice(src);
     buf
 }
+
+/// [`Simd::apart`] for the tiers without target features.
+#[cfg(posenc_unoptimized)]
+#[inline(never)]
+fn apart_plain<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// `$body` (an expression that uses the tier `$s`), in unoptimised builds in a stack frame of
+/// its own ([`Simd::apart`]); elsewhere inlined where it stands.
+///
+/// Why: built without optimisation (`cargo build` and `cargo test` by default), LLVM inlines
+/// only `#[inline(always)]` functions and keeps every local of every inlined copy in a stack
+/// slot of its own for the whole function. A RoPE kernel inlines a head loop per table size,
+/// split, head grouping and dtype path, and its entry function's frame grew to megabytes (it
+/// overflowed a 2 MiB test thread). With each loop and each angle block in a frame of its
+/// own, a call's stack holds one of them at a time. `posenc_unoptimized` is set by
+/// `build.rs` from the opt-level; optimised builds, those with debug assertions included, keep
+/// every loop inlined in the tier's entry function, where `.ci/check-asm.sh` checks it.
+macro_rules! apart {
+    ($s:expr, $body:expr) => {{
+        #[cfg(posenc_unoptimized)]
+        let r = $s.apart(|| $body);
+        #[cfg(not(posenc_unoptimized))]
+        let r = $body;
+        r
+    }};
+}
+pub(crate) use apart;
 
 /// An operation written once for every tier: `run` is instantiated with each tier's token
 /// inside that tier's `#[target_feature]` entry function (see `dispatch.rs`), so it and

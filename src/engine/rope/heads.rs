@@ -85,12 +85,6 @@ const fn half_block<S: Simd, I: Element>() -> usize {
 /// The most first-half vectors [`half_block`] holds: half of AVX2's register file.
 const MAX_BLOCK: usize = 8;
 
-/// [`Run::resident`]'s `SKEW` when the split is passed at run time. Unoptimised builds take
-/// every split through that one instance: there each inlined loop keeps stack slots of its
-/// own, and an instance per split made the AVX-512 entry points' frames outgrow a 2 MiB
-/// thread stack (a test thread's).
-pub(super) const SPLIT_AT_RUN_TIME: usize = usize::MAX;
-
 impl<S: Simd> Run<'_, S> {
     /// The channels of a head outside its rotary window, from `p` (source head) to `q`
     /// (destination head): converted, normalised first when `NORM`.
@@ -406,8 +400,7 @@ impl<S: Simd> Run<'_, S> {
     /// starts at `SKEW + v·LANES`, and the last register pair holds the table of the two end
     /// pieces, values `0 .. SKEW` and the last `LANES − SKEW` (see [`Run::ends`]). A constant,
     /// so each split's loads and stores are fixed in the loop (passed in at run time, the
-    /// skewed loops ran slower than the straddling ones, `cargo bench --bench align`); or
-    /// [`SPLIT_AT_RUN_TIME`], and then the split is `f`.
+    /// skewed loops ran slower than the straddling ones, `cargo bench --bench align`).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) unsafe fn resident<
@@ -425,7 +418,6 @@ impl<S: Simd> Run<'_, S> {
         qs: usize,
         nh: usize,
         tab: Rows,
-        f: usize,
     ) {
         if const { split::<S, I, O, ONCE, NV, SKEW>() } {
             // SAFETY: the caller's precondition; `I` and `O` are bf16 (`split`), so the
@@ -438,8 +430,7 @@ impl<S: Simd> Run<'_, S> {
         let (s, l, half) = (self.s, S::LANES, self.half);
         let m = if IL { 2 * half } else { half };
         debug_assert!(NV * l == m);
-        let split = if SKEW == SPLIT_AT_RUN_TIME { f } else { SKEW };
-        let (e, whole) = if SKEW > 0 { (split, NV - 1) } else { (0, NV) };
+        let (e, whole) = if SKEW > 0 { (SKEW, NV - 1) } else { (0, NV) };
         let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
         if IL && SKEW == 0 {
             // Vectors in twos, each two expanded from one compact vector when the row is the

@@ -5,7 +5,7 @@
 use crate::element::Element;
 use crate::engine::angles::{CHUNK, Rows, Source, Tab};
 use crate::engine::job::{NormKind, Target};
-use crate::engine::vector::Simd;
+use crate::engine::vector::{Simd, apart};
 use crate::types::{Rounding, View};
 
 /// One call's constants.
@@ -94,8 +94,13 @@ impl<S: Simd> Run<'_, S> {
         next: &mut Pending<'_>,
     ) {
         if next.done < next.blocks {
-            self.src
-                .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.split);
+            let src = self.src;
+            let (t, j0, b, split) = (next.t, next.j0, next.done, next.split);
+            let tab = &mut *next.tab;
+            apart!(
+                self.s,
+                src.block::<T, IL, ONCE>(self.s, t, j0, b, tab, split)
+            );
             next.done += 1;
         }
     }
@@ -108,14 +113,17 @@ impl<S: Simd> Run<'_, S> {
         next: &mut Pending<'_>,
     ) {
         if next.done < next.blocks
-            && self.src.table_row::<T, IL, ONCE>(
+            && apart!(
                 self.s,
-                next.t,
-                next.j0,
-                next.done,
-                next.blocks,
-                next.tab,
-                next.split,
+                self.src.table_row::<T, IL, ONCE>(
+                    self.s,
+                    next.t,
+                    next.j0,
+                    next.done,
+                    next.blocks,
+                    next.tab,
+                    next.split,
+                )
             )
         {
             next.done = next.blocks;

@@ -2,13 +2,13 @@
 //! many heads share a table load, and where the next token's table is computed (see the
 //! module docs of `engine::rope` for the choices and the benchmarks that settled them).
 
-use super::heads::{SPLIT_AT_RUN_TIME, skewable, split_stream};
+use super::heads::{skewable, split_stream};
 use super::norm::scale;
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
 use crate::engine::angles::Tab;
 use crate::engine::job::{NormKind, Target};
-use crate::engine::vector::Simd;
+use crate::engine::vector::{Simd, apart};
 
 /// Up to this many bytes per call, a call counts as in cache: where an f32 source's table is not
 /// held in registers, two heads per pass share each table load (rotate_half; interleaved on
@@ -188,7 +188,7 @@ impl<S: Simd> Run<'_, S> {
                                 }
                                 // SAFETY: the windows of head `h` are in bounds, pairs `j0 ..
                                 // j0 + n ≤ half`; `cur` holds the item's table; `w` as above.
-                                unsafe {
+                                apart!(self.s, unsafe {
                                     self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
                                         sp.add(self.offset),
                                         dp.add(self.offset),
@@ -204,7 +204,7 @@ impl<S: Simd> Run<'_, S> {
                                         false,
                                         false,
                                     )
-                                };
+                                });
                                 self.advance::<I, IL, ONCE>(&mut next);
                             }
                             h0 += g;
@@ -302,11 +302,11 @@ impl<S: Simd> Run<'_, S> {
             );
             // SAFETY: heads `h .. h + H ≤ n` are windows of the caller's precondition; `cur`
             // is laid out as `next` is (every item's table of a call is, split or not).
-            unsafe {
+            apart!(self.s, unsafe {
                 self.rotate::<I, O, IL, ONCE, WHOLE, false, H>(
                     p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed, next.split,
                 )
-            };
+            });
             self.advance::<I, IL, ONCE>(next);
             h += H;
         }
@@ -363,9 +363,9 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: the caller's precondition; `$skew` (nonzero) only when every window
                 // is an f32 window that many values before a boundary, a split the tier takes
                 // (`front`).
-                unsafe {
-                    self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(targets, tabs, f)
-                }
+                apart!(self.s, unsafe {
+                    self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(targets, tabs)
+                })
             };
         }
         macro_rules! by_size {
@@ -381,15 +381,12 @@ impl<S: Simd> Run<'_, S> {
             };
         }
         // (`front` gives 4 on AVX2, whose vectors are 8 lanes; 4, 8 or 12 on AVX-512, so only
-        // 16-lane kernels contain the loops of 8 and 12. Unoptimised builds contain only the
-        // loop that takes the split at run time: see `SPLIT_AT_RUN_TIME`.)
-        const EACH: bool = !cfg!(debug_assertions);
+        // 16-lane kernels contain the loops of 8 and 12.)
         match f {
             _ if !(const { skewable::<S, I, O, WHOLE>() } && skewed) => by_size!(0),
-            _ if const { !EACH } => by_size!(SPLIT_AT_RUN_TIME),
-            4 if const { EACH } => by_size!(4),
-            8 if const { EACH && S::LANES == 16 } => by_size!(8),
-            12 if const { EACH && S::LANES == 16 } => by_size!(12),
+            4 => by_size!(4),
+            8 if const { S::LANES == 16 } => by_size!(8),
+            12 if const { S::LANES == 16 } => by_size!(12),
             _ => by_size!(0),
         }
     }
@@ -399,8 +396,7 @@ impl<S: Simd> Run<'_, S> {
     ///
     /// # Safety
     /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
-    /// f32 window `SKEW` values (with [`SPLIT_AT_RUN_TIME`]: `f` values) before a vector
-    /// boundary, a split the tier takes (`front`).
+    /// f32 window `SKEW` values before a vector boundary, a split the tier takes (`front`).
     #[inline(always)]
     pub(super) unsafe fn resident_tokens<
         I: Element,
@@ -414,7 +410,6 @@ impl<S: Simd> Run<'_, S> {
         &self,
         targets: &mut [Target<'_, I, O>],
         tabs: &mut [Tab; 2],
-        f: usize,
     ) {
         debug_assert!(WHOLE && self.chunks == 1);
         let partial = 2 * self.half < self.head_dim;
@@ -464,7 +459,6 @@ impl<S: Simd> Run<'_, S> {
                         qhs,
                         nh,
                         rows,
-                        f,
                     )
                 };
                 if row.is_none() {
@@ -520,7 +514,6 @@ impl<S: Simd> Run<'_, S> {
                             dhs,
                             nh,
                             rows,
-                            f,
                         )
                     };
                 }
