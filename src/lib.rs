@@ -47,6 +47,14 @@
 //! compile-time target features, and builds for bare-metal targets such as
 //! `thumbv7em-none-eabihf`.
 //!
+//! **Stack use** is bounded and does not grow with the input. Optimised, a call's frames hold
+//! two per-token cos/sin tables (at most 2.3 KiB each) and little else; a rotate-into that
+//! converts through f32 (between two 16-bit dtypes, 16-bit into f32, or under the HF roundings
+//! between two dtypes) adds a 32 KiB staging buffer. `tests/stack.rs` runs
+//! every kind of call on every backend on a 128 KiB thread. Unoptimised builds (a debug
+//! `cargo build`) need more, since every inlined copy keeps its own stack slots, and are
+//! tested on 1 MiB threads, half of what a spawned thread gets by default.
+//!
 //! ## Hardware
 //! | [`Backend`] | where it runs | how it is chosen |
 //! |---|---|---|
