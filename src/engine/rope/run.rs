@@ -94,12 +94,10 @@ impl<S: Simd> Run<'_, S> {
         next: &mut Pending<'_>,
     ) {
         if next.done < next.blocks {
-            let src = self.src;
-            let (t, j0, b, split) = (next.t, next.j0, next.done, next.split);
-            let tab = &mut *next.tab;
             apart!(
                 self.s,
-                src.block::<T, IL, ONCE>(self.s, t, j0, b, tab, split)
+                self.src
+                    .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.split)
             );
             next.done += 1;
         }
