@@ -69,15 +69,6 @@ pub(crate) trait Simd: Copy {
     /// `LANES / 2` f64.
     type D: Copy;
 
-    /// Runs `f` in a stack frame of its own, compiled with this tier's features: the tiers with
-    /// features call it from a `#[target_feature]` function that is never inlined (see
-    /// [`apart!`](crate::engine::vector::apart)), the others from a plain one.
-    #[cfg(posenc_unoptimized)]
-    #[inline(always)]
-    fn apart<R>(self, f: impl FnOnce() -> R) -> R {
-        apart_plain(f)
-    }
-
     /// Every lane `v`.
     fn splat(self, v: f32) -> Self::F;
     /// `a + b`.
@@ -503,15 +494,18 @@ pub(crate) fn pad<T: Copy + Default>(src: &[T]) -> [T; MAX_LANES] {
     buf
 }
 
-/// [`Simd::apart`] for the tiers without target features.
+/// Runs `f` in a stack frame of its own ([`apart!`], unoptimised builds only). One function
+/// serves every tier: unoptimised, a closure is never inlined, so its code runs without the
+/// features of whatever calls it (a tier's `#[target_feature]` entry would add nothing), and
+/// the intrinsics it reaches are calls to functions that carry their own features.
 #[cfg(posenc_unoptimized)]
 #[inline(never)]
-fn apart_plain<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn in_own_frame<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `$body` (an expression that uses the tier `$s`), in unoptimised builds in a stack frame of
-/// its own ([`Simd::apart`]); elsewhere inlined where it stands.
+/// `$body`, in unoptimised builds in a stack frame of its own ([`in_own_frame`]); elsewhere
+/// inlined where it stands.
 ///
 /// Why: built without optimisation (`cargo build` and `cargo test` by default), LLVM inlines
 /// only `#[inline(always)]` functions and keeps every local of every inlined copy in a stack
@@ -522,9 +516,9 @@ fn apart_plain<R>(f: impl FnOnce() -> R) -> R {
 /// `build.rs` from the opt-level; optimised builds, those with debug assertions included, keep
 /// every loop inlined in the tier's entry function, where `.ci/check-asm.sh` checks it.
 macro_rules! apart {
-    ($s:expr, $body:expr) => {{
+    ($body:expr) => {{
         #[cfg(posenc_unoptimized)]
-        let r = $s.apart(|| $body);
+        let r = $crate::engine::vector::in_own_frame(|| $body);
         #[cfg(not(posenc_unoptimized))]
         let r = $body;
         r

@@ -83,22 +83,6 @@ fn run_bf16<K: Kernel>(t: Neon<true>, k: K) -> K::Output {
     k.run(t)
 }
 
-/// [`Simd::apart`]: a frame of its own with the tier's features.
-#[cfg(posenc_unoptimized)]
-#[inline(never)]
-#[target_feature(enable = "neon")]
-fn apart<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
-/// [`Simd::apart`] for [`run_bf16`]'s kernels.
-#[cfg(posenc_unoptimized)]
-#[inline(never)]
-#[target_feature(enable = "neon,bf16")]
-fn apart_bf16<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
 /// 8 f32 lanes: lanes 0..4 in the first register, 4..8 in the second.
 #[derive(Clone, Copy)]
 pub(crate) struct F32x8(float32x4_t, float32x4_t);
@@ -115,19 +99,6 @@ impl<const BF16: bool> Simd for Neon<BF16> {
     const REGISTERS: usize = 16;
     type F = F32x8;
     type D = F64x4;
-
-    #[cfg(posenc_unoptimized)]
-    #[inline(always)]
-    fn apart<R>(self, f: impl FnOnce() -> R) -> R {
-        if BF16 {
-            // SAFETY: `apart_bf16` needs NEON and FEAT_BF16, which a `Neon<true>` proves
-            // (`Neon::native_bf16`).
-            unsafe { apart_bf16(f) }
-        } else {
-            // SAFETY: `apart` needs NEON, which `self` proves (`Neon::new`).
-            unsafe { apart(f) }
-        }
-    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> F32x8 {

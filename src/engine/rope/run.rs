@@ -95,7 +95,6 @@ impl<S: Simd> Run<'_, S> {
     ) {
         if next.done < next.blocks {
             apart!(
-                self.s,
                 self.src
                     .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.split)
             );
@@ -111,18 +110,15 @@ impl<S: Simd> Run<'_, S> {
         next: &mut Pending<'_>,
     ) {
         if next.done < next.blocks
-            && apart!(
+            && apart!(self.src.table_row::<T, IL, ONCE>(
                 self.s,
-                self.src.table_row::<T, IL, ONCE>(
-                    self.s,
-                    next.t,
-                    next.j0,
-                    next.done,
-                    next.blocks,
-                    next.tab,
-                    next.split,
-                )
-            )
+                next.t,
+                next.j0,
+                next.done,
+                next.blocks,
+                next.tab,
+                next.split,
+            ))
         {
             next.done = next.blocks;
         }

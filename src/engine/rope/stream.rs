@@ -188,7 +188,7 @@ impl<S: Simd> Run<'_, S> {
                                 }
                                 // SAFETY: the windows of head `h` are in bounds, pairs `j0 ..
                                 // j0 + n ≤ half`; `cur` holds the item's table; `w` as above.
-                                apart!(self.s, unsafe {
+                                apart!(unsafe {
                                     self.rotate::<I, O, IL, ONCE, WHOLE, true, 1>(
                                         sp.add(self.offset),
                                         dp.add(self.offset),
@@ -302,7 +302,7 @@ impl<S: Simd> Run<'_, S> {
             );
             // SAFETY: heads `h .. h + H ≤ n` are windows of the caller's precondition; `cur`
             // is laid out as `next` is (every item's table of a call is, split or not).
-            apart!(self.s, unsafe {
+            apart!(unsafe {
                 self.rotate::<I, O, IL, ONCE, WHOLE, false, H>(
                     p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed, next.split,
                 )
@@ -363,7 +363,7 @@ impl<S: Simd> Run<'_, S> {
                 // SAFETY: the caller's precondition; `$skew` (nonzero) only when every window
                 // is an f32 window that many values before a boundary, a split the tier takes
                 // (`front`).
-                apart!(self.s, unsafe {
+                apart!(unsafe {
                     self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(targets, tabs)
                 })
             };

@@ -37,14 +37,6 @@ fn run<K: Kernel>(t: Avx2, k: K) -> K::Output {
     k.run(t)
 }
 
-/// [`Simd::apart`]: a frame of its own with the tier's features.
-#[cfg(posenc_unoptimized)]
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline(never)]
-fn apart<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
 impl Simd for Avx2 {
     const LANES: usize = 8;
     const REGISTERS: usize = 16;
@@ -54,13 +46,6 @@ impl Simd for Avx2 {
     const SPLIT_BF16_STREAM: bool = true;
     type F = __m256;
     type D = __m256d;
-
-    #[cfg(posenc_unoptimized)]
-    #[inline(always)]
-    fn apart<R>(self, f: impl FnOnce() -> R) -> R {
-        // SAFETY: `apart` needs AVX2, FMA and F16C, which `self` proves (`Avx2::new`).
-        unsafe { apart(f) }
-    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> __m256 {

@@ -73,22 +73,6 @@ fn run_bf16<K: Kernel>(t: Avx512<true>, k: K) -> K::Output {
     k.run(t)
 }
 
-/// [`Simd::apart`]: a frame of its own with the tier's features.
-#[cfg(posenc_unoptimized)]
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-#[inline(never)]
-fn apart<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
-/// [`Simd::apart`] for [`run_bf16`]'s kernels.
-#[cfg(posenc_unoptimized)]
-#[target_feature(enable = "avx512f,avx2,fma,f16c,avx512bf16,avx512dq,avx512bw")]
-#[inline(never)]
-fn apart_bf16<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
 impl<const BF16: bool> Simd for Avx512<BF16> {
     const LANES: usize = 16;
     const REGISTERS: usize = 32;
@@ -98,20 +82,6 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     const SPLIT_BF16: bool = BF16;
     type F = __m512;
     type D = __m512d;
-
-    #[cfg(posenc_unoptimized)]
-    #[inline(always)]
-    fn apart<R>(self, f: impl FnOnce() -> R) -> R {
-        if BF16 {
-            // SAFETY: `apart_bf16` needs AVX-512F, AVX2, FMA, F16C, AVX512-BF16, -DQ and -BW,
-            // which an `Avx512<true>` proves (`Avx512::native_bf16`).
-            unsafe { apart_bf16(f) }
-        } else {
-            // SAFETY: `apart` needs AVX-512F, AVX2, FMA and F16C, which `self` proves
-            // (`Avx512::new`).
-            unsafe { apart(f) }
-        }
-    }
 
     #[inline(always)]
     fn splat(self, v: f32) -> __m512 {
