@@ -434,6 +434,17 @@ fn normed_case<I: Element, O: Element>(rng: &mut Rng, b: Backend, layout: Layout
                 rope.apply_normed(&mut y, n_heads, &norm, &pos[..]).unwrap();
                 let e_i: Vec<I> = expect.iter().map(|&v| I::from_f32(v)).collect();
                 assert_eq!(bits(&y), bits(&e_i), "{what}: in place");
+                // From a table made once, its rows on a 64-byte boundary (read where they lie)
+                // and 16 bytes past one (staged): the same bits.
+                let len = rope.table_len(tokens);
+                let mut buf = vec![0f32; len + 32];
+                let a = (64 - buf.as_ptr().addr() % 64) % 64 / 4;
+                for at in [a, a + 4] {
+                    let table = rope.table(&pos, &mut buf[at..at + len]).unwrap();
+                    let mut y = x.clone();
+                    rope.apply_normed(&mut y, n_heads, &norm, table).unwrap();
+                    assert_eq!(bits(&y), bits(&e_i), "{what}: from a table at {at}");
+                }
                 let (mut q, mut k) = (x.clone(), x.clone());
                 rope.apply_qk_normed(&mut q, n_heads, &norm, &mut k, n_heads, &norm, &pos[..])
                     .unwrap();

@@ -13,7 +13,7 @@ use crate::types::Rounding;
 /// ([`Simd::BF16_PAIR`]), where one test for two vectors ran faster (AVX512-BF16: `cargo
 /// bench --bench ratio`, the bf16 rows; NEON: `benches/mca/neon.py`). Other kernels keep one
 /// vector at a time.
-const fn paired<S: Simd, O: Element>() -> bool {
+pub(super) const fn paired<S: Simd, O: Element>() -> bool {
     S::BF16_PAIR && matches!(O::DTYPE, Dtype::Bf16)
 }
 
@@ -428,38 +428,9 @@ impl<S: Simd> Run<'_, S> {
             return;
         }
         let (s, l, half) = (self.s, S::LANES, self.half);
-        let m = if IL { 2 * half } else { half };
-        debug_assert!(NV * l == m);
         let (e, whole) = if SKEW > 0 { (SKEW, NV - 1) } else { (0, NV) };
-        let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
-        if IL && SKEW == 0 {
-            // Vectors in twos, each two expanded from one compact vector when the row is the
-            // caller's (`Rows::il_vectors`).
-            for b in 0..NV.div_ceil(2) {
-                let two = 2 * b + 1 < NV;
-                // SAFETY: a `Tab`'s entries `2b·LANES .. + 2·LANES ≤ NV·LANES` (`two`, else
-                // `.. + LANES`) were written for this chunk; a compact row holds `half =
-                // NV·LANES/2` entries (the caller's precondition).
-                let [v0, v1] = unsafe { tab.il_vectors(s, b, two) };
-                (c[2 * b], sn[2 * b]) = v0;
-                if two {
-                    (c[2 * b + 1], sn[2 * b + 1]) = v1;
-                }
-            }
-        } else {
-            for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
-                // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
-                // pieces `0 .. e`, `m − (LANES − e) .. m`, were written for this chunk; `e` is
-                // a split `ld_f32_split` takes (the caller's precondition).
-                (*c, *sn) = unsafe {
-                    if v < whole {
-                        tab.get(s, e + v * l)
-                    } else {
-                        tab.get_split(s, 0, m - (l - e), e)
-                    }
-                };
-            }
-        }
+        // SAFETY: the caller's precondition.
+        let (c, sn) = unsafe { self.held::<IL, NV, SKEW>(tab) };
         for h in 0..nh {
             let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
             if SKEW > 0 {
@@ -680,6 +651,55 @@ impl<S: Simd> Run<'_, S> {
                 s.st_bf16_merge(be, bo, q.add(half + k));
             }
         }
+    }
+
+    /// A whole window's table in registers, `NV` vector pairs `(c[v], s[v])`: vector `v`'s
+    /// (interleaved: expanded, from a caller's compact row too). With `SKEW`, the vectors
+    /// start `SKEW` values into the window and the last pair holds the two end pieces' table
+    /// (see [`Run::resident`]).
+    ///
+    /// # Safety
+    /// `tab` holds the table of every pair of the window, `NV · LANES` is `half` (rotate_half)
+    /// or `2·half` (interleaved), and `SKEW` is 0 or a split [`Simd::ld_f32_split`] takes.
+    #[inline(always)]
+    pub(super) unsafe fn held<const IL: bool, const NV: usize, const SKEW: usize>(
+        &self,
+        tab: Rows,
+    ) -> ([S::F; NV], [S::F; NV]) {
+        let (s, l) = (self.s, S::LANES);
+        let m = if IL { 2 * self.half } else { self.half };
+        debug_assert!(NV * l == m);
+        let (e, whole) = if SKEW > 0 { (SKEW, NV - 1) } else { (0, NV) };
+        let (mut c, mut sn) = ([s.splat(0.0); NV], [s.splat(0.0); NV]);
+        if IL && SKEW == 0 {
+            // Vectors in twos, each two expanded from one compact vector when the row is the
+            // caller's (`Rows::il_vectors`).
+            for b in 0..NV.div_ceil(2) {
+                let two = 2 * b + 1 < NV;
+                // SAFETY: a `Tab`'s entries `2b·LANES .. + 2·LANES ≤ NV·LANES` (`two`, else
+                // `.. + LANES`) were written for this chunk; a compact row holds `half =
+                // NV·LANES/2` entries (the caller's precondition).
+                let [v0, v1] = unsafe { tab.il_vectors(s, b, two) };
+                (c[2 * b], sn[2 * b]) = v0;
+                if two {
+                    (c[2 * b + 1], sn[2 * b + 1]) = v1;
+                }
+            }
+        } else {
+            for (v, (c, sn)) in c.iter_mut().zip(&mut sn).enumerate() {
+                // SAFETY: entries `e + v·LANES .. + LANES ≤ NV·LANES` (`v < whole`), and the end
+                // pieces `0 .. e`, `m − (LANES − e) .. m`, were written for this chunk; `e` is
+                // a split `ld_f32_split` takes (the caller's precondition).
+                (*c, *sn) = unsafe {
+                    if v < whole {
+                        tab.get(s, e + v * l)
+                    } else {
+                        tab.get_split(s, 0, m - (l - e), e)
+                    }
+                };
+            }
+        }
+        (c, sn)
     }
 
     /// The vector at value `k` of the window at `p` (rotate_half: and its partner `half`

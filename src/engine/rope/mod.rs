@@ -13,6 +13,8 @@
 //!         for each target buffer, each view of heads:
 //!             load table[t] into registers; rotate every head with them
 //!         compute table[t + 1]
+//!     (with a head's norm, the same sizes: every head's sum of squares of a group of 16, //  `normed_tokens`
+//!      then each head normalised as it is loaded, the weights in registers too)
 //! else, for each item i:
 //!     for each target buffer, each view of heads:
 //!         H heads at a time:
@@ -57,6 +59,11 @@
 //!   memory alone);
 //!   with AVX2's 16 registers, 16-bit rotate_half at head_dim 128 (a table of 16) measured
 //!   worse than two heads per pass. The rest keep the passes below.
+//! * A head's norm (QK-norm) over whole windows of those sizes takes a token loop of its own
+//!   (`Run::normed_tokens`), the table and the norm's weights in registers, 16-bit heads too
+//!   whatever the register file: in the general loop below, with the table and weights loaded
+//!   per vector, QK-norm + RoPE took longer in cache and past the caches on both x86 tiers
+//!   (`cargo bench --bench fused -- qknorm`).
 //! * `H`, heads per pass sharing each table load: 4 for a single token (decode: everything in
 //!   L1, where table loads are a large share of all loads). Streaming, 1 for interleaved (two
 //!   interleaved heads per pass lost at 512–4096 tokens, and gained nothing at 64 on AVX2:
@@ -115,6 +122,7 @@
 
 mod heads;
 mod norm;
+mod normed;
 mod run;
 mod stream;
 
@@ -201,8 +209,10 @@ pub(crate) fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: El
 /// them, and each function stays small enough to keep its values in registers (one function
 /// holding every variant measured slower in `cargo bench --bench ratio`, and its debug-build
 /// frame outgrew a rayon worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds
-/// on every tier. A norm (QK-norm) runs in the general shape, `WHOLE` = false, where it is a
-/// branch per head rather than a kernel of its own: a constant would double the kernels.
+/// on every tier. A norm (QK-norm) runs in the general-shape kernels, `WHOLE` = false: a
+/// head's norm over whole windows whose table a register loop holds in its own token loop
+/// there (`Run::normed_tokens`), any other as a branch per head of the general loop, rather
+/// than in kernels of its own: a constant would double the kernels.
 /// Pairs between two dtypes come here under posenc's rounding only (see [`rotate_from_f32`]).
 fn rotate_as<I: Element, O: Element, const HF: bool>(
     backend: Backend,
@@ -289,7 +299,7 @@ fn drive<S: Simd, I: Element, O: Element, const IL: bool, const ONCE: bool, cons
         for (sv, dv) in t.src_views.iter().zip(t.dst_views) {
             assert!(sv.n_heads == dv.n_heads);
             assert!(in_bounds(sv, &job, t.src().1) && in_bounds(dv, &job, t.dst().1));
-            // The norm runs in the general shape only (see `rotate_as`).
+            // A norm runs in the general-shape kernels only (see `rotate_as`).
             assert!(!WHOLE || t.norm.is_none());
             // A norm reads the whole head before the rotation writes it: in place, that
             // holds only when a token is one chunk (the API refuses the rest).

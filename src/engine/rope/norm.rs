@@ -7,6 +7,11 @@ use crate::engine::job::NormKind;
 use crate::engine::math::sqrt_f32;
 use crate::engine::vector::{MAX_LANES, Simd, pad};
 
+/// Heads whose norm factors are computed before any of them is rotated: their sums are
+/// independent, so the CPU overlaps them rather than waiting on each head's sum → square
+/// root → rotation in turn (see `Run::stream` and `Run::normed_heads`).
+pub(super) const NORM_GROUP: usize = 16;
+
 impl<S: Simd> Run<'_, S> {
     /// `Σ x²` over the `n` values at `p`, each square exact in f64, summed in f64.
     ///
@@ -51,6 +56,35 @@ impl<S: Simd> Run<'_, S> {
         out[..l / 2].iter().sum()
     }
 
+    /// The norm factors ([`scale`]) of the `g ≤ NORM_GROUP` heads at `p + i·ps`, `n` values
+    /// each, in lanes `0 .. g`: every sum, then every factor, so that the group's divisions
+    /// and square roots issue back to back rather than one per head between the sums.
+    ///
+    /// # Safety
+    /// Each of those heads' `n` values is readable.
+    #[inline(always)]
+    pub(super) unsafe fn factors<I: Element>(
+        &self,
+        p: *const I,
+        ps: usize,
+        g: usize,
+        n: usize,
+        eps: f32,
+    ) -> [f32; NORM_GROUP] {
+        let mut sums = [0.0f64; NORM_GROUP];
+        for (i, sum) in sums[..g.min(NORM_GROUP)].iter_mut().enumerate() {
+            // SAFETY: head `i < g` (the caller's precondition).
+            *sum = unsafe { self.sum_squares(p.wrapping_add(i * ps), n) };
+        }
+        let mut rs = [0.0f32; NORM_GROUP];
+        // (All NORM_GROUP lanes, the unused ones too: a loop of fixed length is what LLVM
+        // vectorises.)
+        for (r, &sum) in rs.iter_mut().zip(&sums) {
+            *r = scale(sum, n, eps);
+        }
+        rs
+    }
+
     /// The `LANES` values of `I` at `p` as f64 (exact): the low half and the high half.
     ///
     /// # Safety
@@ -79,14 +113,27 @@ impl<S: Simd> Run<'_, S> {
         w: S::F,
         pre: Pre<S::F>,
     ) -> S::F {
+        self.normed::<I, ONCE>(x, self.s.add(w, pre.one), pre)
+    }
+
+    /// [`Run::pre`] with the weights' `w + one` already added (`w1`): a loop that holds a
+    /// head's weights in registers adds it once per call rather than once per vector. For
+    /// `Head` and `Row` `one` is −0.0, so `w1` is `w` bit for bit.
+    #[inline(always)]
+    pub(super) fn normed<I: Element, const ONCE: bool>(
+        &self,
+        x: S::F,
+        w1: S::F,
+        pre: Pre<S::F>,
+    ) -> S::F {
         let s = self.s;
         let xr = s.mul(x, pre.r);
         if ONCE {
-            return s.mul(s.add(w, pre.one), xr);
+            return s.mul(w1, xr);
         }
         match pre.kind {
-            NormKind::Head => s.round_to::<I>(s.mul(w, s.round_to::<I>(xr))),
-            _ => s.round_to::<I>(s.mul(s.add(w, pre.one), xr)),
+            NormKind::Head => s.round_to::<I>(s.mul(w1, s.round_to::<I>(xr))),
+            _ => s.round_to::<I>(s.mul(w1, xr)),
         }
     }
 

@@ -3,7 +3,7 @@
 //! module docs of `engine::rope` for the choices and the benchmarks that settled them).
 
 use super::heads::{skewable, split_stream};
-use super::norm::scale;
+use super::norm::{NORM_GROUP, scale};
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
 use crate::engine::angles::Tab;
@@ -52,8 +52,21 @@ const fn x86_vector<S: Simd>() -> bool {
     cfg!(target_arch = "x86_64") && S::LANES >= 8 && S::REGISTERS >= 16
 }
 
-/// Heads whose norm factors are computed before any of them is rotated (see `stream`).
-const NORM_GROUP: usize = 16;
+/// `$go!(NV $(, $extra)*)` for the table size `$nv` (of `$i` heads on tier `$s`), one of the
+/// sizes [`holds`] takes, as a constant: each size its own loop, and the kernels without
+/// [`f32_only`]'s sizes without their loops.
+macro_rules! by_size {
+    ($s:ty, $i:ty, $nv:expr, $go:ident $(, $extra:expr)*) => {
+        match $nv {
+            2 => $go!(2 $(, $extra)*),
+            4 => $go!(4 $(, $extra)*),
+            3 if const { f32_only::<$s, $i>(3) } => $go!(3 $(, $extra)*),
+            6 if const { f32_only::<$s, $i>(6) } => $go!(6 $(, $extra)*),
+            16 if const { f32_only::<$s, $i>(16) } => $go!(16 $(, $extra)*),
+            _ => $go!(8 $(, $extra)*),
+        }
+    };
+}
 
 impl<S: Simd> Run<'_, S> {
     /// The items in memory order, the next item's table pipelined.
@@ -85,6 +98,22 @@ impl<S: Simd> Run<'_, S> {
         // or into another buffer, or a 16-bit source's at any size when the table (`2·nv`
         // registers) leaves half the register file to the conversions.
         let fits = I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS;
+        // A head's norm (QK-norm) over whole windows of a size `holds` takes: its own token
+        // loop, the table and the weights in registers (see `Run::normed_tokens`). Not limited
+        // by `fits`: AVX2's bf16 heads of 128 (a table of 16) took longer in the general loop
+        // than there (`cargo bench --bench fused -- qknorm`, `POSENC_BENCH_BACKEND=avx2`).
+        if !WHOLE && !S::REFERENCE && holds::<S, I>(nv) && self.norms_held::<I, O, IL>(targets) {
+            macro_rules! normed {
+                ($nv:literal) => {
+                    // SAFETY: `norms_held`: every target's norm is a head's, and each token is
+                    // one chunk, its window the whole head and `nv` vectors; `tabs[0]` holds
+                    // token 0's table, not split (`split` needs `WHOLE`).
+                    apart!(unsafe { self.normed_tokens::<I, O, IL, ONCE, $nv>(targets, &mut tabs) })
+                };
+            }
+            by_size!(S, I, nv, normed);
+            return;
+        }
         let resident = if WHOLE && fits { nv } else { 0 };
         // Two heads per pass share each table load: a single token's, rotate_half's streaming,
         // and AVX-512's f32 interleaved streaming in cache (see the module docs).
@@ -143,26 +172,13 @@ impl<S: Simd> Run<'_, S> {
                         let mut h0 = 0;
                         while h0 < nh {
                             let g = (nh - h0).min(NORM_GROUP);
-                            let mut rs = [0.0f32; NORM_GROUP];
-                            if let Some(r) = row {
-                                rs = [r; NORM_GROUP];
-                            } else {
-                                // Every sum, then every factor: the divisions and square roots
-                                // of the group issue back to back, not one per head between
-                                // the sums.
-                                let mut sums = [0.0f64; NORM_GROUP];
-                                for (i, sum) in sums[..g].iter_mut().enumerate() {
-                                    // SAFETY: head `h0 + i < n_heads` is in bounds (above).
-                                    *sum = unsafe {
-                                        self.sum_squares(sbase.wrapping_add((h0 + i) * shs), hd)
-                                    };
-                                }
-                                // (All NORM_GROUP lanes, the unused ones too: a loop of
-                                // fixed length is what LLVM vectorises.)
-                                for (r, &sum) in rs.iter_mut().zip(&sums) {
-                                    *r = scale(sum, hd, norm.eps);
-                                }
-                            }
+                            let rs = match row {
+                                Some(r) => [r; NORM_GROUP],
+                                // SAFETY: heads `h0 .. h0 + g ≤ n_heads` are in bounds (above).
+                                None => unsafe {
+                                    self.factors(sbase.wrapping_add(h0 * shs), shs, g, hd, norm.eps)
+                                },
+                            };
                             for (i, &r) in rs[..g].iter().enumerate() {
                                 let h = h0 + i;
                                 let (sp, dp) =
@@ -368,26 +384,16 @@ impl<S: Simd> Run<'_, S> {
                 })
             };
         }
-        macro_rules! by_size {
-            ($skew:expr) => {
-                match nv {
-                    2 => tokens!(2, $skew),
-                    4 => tokens!(4, $skew),
-                    3 if const { f32_only::<S, I>(3) } => tokens!(3, $skew),
-                    6 if const { f32_only::<S, I>(6) } => tokens!(6, $skew),
-                    16 if const { f32_only::<S, I>(16) } => tokens!(16, $skew),
-                    _ => tokens!(8, $skew),
-                }
-            };
-        }
         // (`front` gives 4 on AVX2, whose vectors are 8 lanes; 4, 8 or 12 on AVX-512, so only
         // 16-lane kernels contain the loops of 8 and 12.)
         match f {
-            _ if !(const { skewable::<S, I, O, WHOLE>() } && skewed) => by_size!(0),
-            4 => by_size!(4),
-            8 if const { S::LANES == 16 } => by_size!(8),
-            12 if const { S::LANES == 16 } => by_size!(12),
-            _ => by_size!(0),
+            _ if !(const { skewable::<S, I, O, WHOLE>() } && skewed) => {
+                by_size!(S, I, nv, tokens, 0)
+            }
+            4 => by_size!(S, I, nv, tokens, 4),
+            8 if const { S::LANES == 16 } => by_size!(S, I, nv, tokens, 8),
+            12 if const { S::LANES == 16 } => by_size!(S, I, nv, tokens, 12),
+            _ => by_size!(S, I, nv, tokens, 0),
         }
     }
 
