@@ -59,8 +59,9 @@
 //!   memory alone);
 //!   with AVX2's 16 registers, 16-bit rotate_half at head_dim 128 (a table of 16) measured
 //!   worse than two heads per pass. The rest keep the passes below.
-//! * A head's norm (QK-norm) over whole windows of those sizes takes a token loop of its own
-//!   (`Run::normed_tokens`), the table and the norm's weights in registers, 16-bit heads too
+//! * A head's norm (QK-norm) over whole windows of those sizes, under posenc's rounding, takes
+//!   a token loop of its own (`Run::normed_tokens`), the table and the norm's weights in
+//!   registers, 16-bit heads too
 //!   whatever the register file: in the general loop below, with the table and weights loaded
 //!   per vector, QK-norm + RoPE took longer in cache and past the caches on both x86 tiers
 //!   (`cargo bench --bench fused -- qknorm`).
@@ -210,8 +211,9 @@ pub(crate) fn retype_targets<'a, 'b, I: Element, O: Element, I2: Element, O2: El
 /// holding every variant measured slower in `cargo bench --bench ratio`, and its debug-build
 /// frame outgrew a rayon worker's stack). `WHOLE` is decided against `MAX_LANES`, so it holds
 /// on every tier. A norm (QK-norm) runs in the general-shape kernels, `WHOLE` = false: a
-/// head's norm over whole windows whose table a register loop holds in its own token loop
-/// there (`Run::normed_tokens`), any other as a branch per head of the general loop, rather
+/// head's norm over whole windows whose table a register loop holds, under posenc's rounding,
+/// in its own token loop there (`Run::normed_tokens`), any other as a branch per head of the
+/// general loop, rather
 /// than in kernels of its own: a constant would double the kernels.
 /// Pairs between two dtypes come here under posenc's rounding only (see [`rotate_from_f32`]).
 fn rotate_as<I: Element, O: Element, const HF: bool>(

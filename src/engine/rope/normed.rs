@@ -1,5 +1,6 @@
-//! QK-norm's own token loop, for a head's norm (`Head`, `HeadOnePlus`) over whole windows
-//! whose table [`Run::resident`] would hold in registers: per token the table, and per target
+//! QK-norm's own token loop, for a head's norm (`Head`, `HeadOnePlus`) under posenc's rounding
+//! over whole windows whose table [`Run::resident`] would hold in registers (`Run::stream`
+//! decides): per token the table, and per target
 //! the weights, are loaded into registers once, then the heads go in groups, every sum of
 //! squares of a group before any of its rotations:
 //!

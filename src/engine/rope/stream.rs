@@ -98,11 +98,20 @@ impl<S: Simd> Run<'_, S> {
         // or into another buffer, or a 16-bit source's at any size when the table (`2·nv`
         // registers) leaves half the register file to the conversions.
         let fits = I::DTYPE == Dtype::F32 || 4 * nv <= S::REGISTERS;
-        // A head's norm (QK-norm) over whole windows of a size `holds` takes: its own token
-        // loop, the table and the weights in registers (see `Run::normed_tokens`). Not limited
-        // by `fits`: AVX2's bf16 heads of 128 (a table of 16) took longer in the general loop
-        // than there (`cargo bench --bench fused -- qknorm`, `POSENC_BENCH_BACKEND=avx2`).
-        if !WHOLE && !S::REFERENCE && holds::<S, I>(nv) && self.norms_held::<I, O, IL>(targets) {
+        // A head's norm (QK-norm) over whole windows of a size `holds` takes, under posenc's
+        // rounding: its own token loop, the table and the weights in registers (see
+        // `Run::normed_tokens`). Not limited by `fits`: AVX2's bf16 heads of 128 (a table of
+        // 16) took longer in the general loop than there (`cargo bench --bench fused --
+        // qknorm`, `POSENC_BENCH_BACKEND=avx2`). The HF modes, whose purpose is HF's bits
+        // rather than speed, keep the general loop: in their kernels too, the loop added
+        // over half as much code again as it adds to posenc's (`size` of a release
+        // `examples/asm_probe`).
+        if !WHOLE
+            && ONCE
+            && !S::REFERENCE
+            && holds::<S, I>(nv)
+            && self.norms_held::<I, O, IL>(targets)
+        {
             macro_rules! normed {
                 ($nv:literal) => {
                     // SAFETY: `norms_held`: every target's norm is a head's, and each token is
