@@ -197,11 +197,13 @@ impl Simd for Portable {
 /// `try_map`) out of line in a kernel as large as the RoPE driver, a call per vector that
 /// also keeps the lanes from being vectorized (seen in `perf report` of the portable f16
 /// RoPE), and a plain `#[inline]` here fares no better for f16; a loop over the lanes in an
-/// always-inlined function is unrolled and vectorized. Only where debug assertions are off:
-/// unoptimized, every inlined copy keeps its own stack slots, and the kernel's frame outgrew
-/// a test thread's stack (the fuzz replay at opt-level 0).
-#[cfg_attr(not(debug_assertions), inline(always))]
-#[cfg_attr(debug_assertions, inline)]
+/// always-inlined function is unrolled and vectorized. Except in unoptimised builds
+/// (`posenc_unoptimized`, see `build.rs`): there every inlined copy keeps its own stack slots,
+/// and the kernel's frame outgrew a test thread's stack (the fuzz replay at opt-level 0). The
+/// switch is the opt-level, not `debug_assertions`, so that an optimised build with debug
+/// assertions on (the test profile) compiles the portable tier as a release build does.
+#[cfg_attr(not(posenc_unoptimized), inline(always))]
+#[cfg_attr(posenc_unoptimized, inline)]
 fn lanes<A: Copy, B: Copy + Default, const N: usize>(a: [A; N], f: impl Fn(A) -> B) -> [B; N] {
     let mut out = [B::default(); N];
     for i in 0..N {
