@@ -7,7 +7,8 @@
 //!
 //! * rotate-into: K (f32) into a bf16 / f16 cache slot, against a plain convert-and-copy of
 //!   the same bytes (`half`'s slice conversion) and against `apply` then that conversion;
-//! * QK-norm + RoPE (Qwen3 per-head norm, f32 and bf16 in place), against a norm pass then a
+//! * QK-norm + RoPE (Qwen3 per-head norm, f32 and bf16 in place; OLMo 2's row norm, f32),
+//!   against a norm pass then a
 //!   RoPE pass: the norm pass is posenc's own fused kernel run from a table of position 0
 //!   (cos 1, sin 0: the norm and a pass over memory, SIMD), the RoPE pass `apply_qk`; each
 //!   pass is also timed alone, which bounds the speed-up: the fused call does all the norm
@@ -148,7 +149,7 @@ fn into<O: Convert>(tokens: usize, name: &str) {
     row(", table", &mut convert, &mut apply_copy_t, &mut fused_t);
 }
 
-fn qknorm<T: Element>(tokens: usize, name: &str) {
+fn qknorm<T: Element>(tokens: usize, name: &str, row: bool) {
     let rope = Rope::new(&RopeConfig::new(HD, 1e6, Layout::RotateHalf))
         .and_then(|r| r.with_backend(common::chosen_backend()))
         .unwrap();
@@ -158,8 +159,16 @@ fn qknorm<T: Element>(tokens: usize, name: &str) {
     let mut k: Vec<T> = (0..tokens * NKV * HD)
         .map(|i| T::from_f32(1.0 + (i % 13) as f32 / 13.0))
         .collect();
-    let (qw, kw) = (vec![1.0f32; HD], vec![0.75f32; HD]);
-    let (qn, kn) = (RmsNorm::per_head(&qw, 1e-6), RmsNorm::per_head(&kw, 1e-6));
+    // A head's norm (Qwen3), or with `row` a row's (OLMo 2: weights for every head).
+    let (qw, kw) = (vec![1.0f32; HD * NQ], vec![0.75f32; HD * NKV]);
+    let (qn, kn) = if row {
+        (RmsNorm::per_row(&qw, 1e-6), RmsNorm::per_row(&kw, 1e-6))
+    } else {
+        (
+            RmsNorm::per_head(&qw[..HD], 1e-6),
+            RmsNorm::per_head(&kw[..HD], 1e-6),
+        )
+    };
     let pos: Vec<i32> = (0..tokens as i32).map(|p| p + 1000).collect();
     let zeros = vec![0i32; tokens];
     let mut buf0 = vec![0f32; rope.table_len(tokens)];
@@ -315,8 +324,9 @@ fn main() {
     }
     for tokens in [64, 512, 4096] {
         if on("qknorm") {
-            qknorm::<f32>(tokens, "f32");
-            qknorm::<bf16>(tokens, "bf16");
+            qknorm::<f32>(tokens, "f32", false);
+            qknorm::<bf16>(tokens, "bf16", false);
+            qknorm::<f32>(tokens, "f32 row norm", true);
         }
     }
     for tokens in [1, 64, 512, 4096] {

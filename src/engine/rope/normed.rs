@@ -37,7 +37,9 @@ struct Weights<F, const NV: usize> {
 
 impl<S: Simd> Run<'_, S> {
     /// Whether a call's norms take [`Run::normed_tokens`]: every target has a head's norm
-    /// (a row's, OLMo 2's, keeps the general loop, as its weights differ per head), a token is
+    /// (a row's, OLMo 2's, keeps the general loop: its weights differ per head, and loaded
+    /// per head in this loop they made it slower than the general loop on both x86 tiers,
+    /// `cargo bench --bench fused -- qknorm`, the row norm rows), a token is
     /// one chunk whose window is the whole head, and the window (`IL`: of `2·half` values,
     /// else each half) a whole number of vectors.
     #[inline(always)]
