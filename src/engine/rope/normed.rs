@@ -188,13 +188,15 @@ impl<S: Simd> Run<'_, S> {
                     kind,
                     one: s.splat(-0.0),
                 };
-                // SAFETY (each block): vectors `k = v·LANES` (rotate_half: and `half + k`) of
-                // head `h`'s window, inside it (`NV·LANES` is the window, or its half); every
-                // vector is read before it is written.
-                if IL && paired::<S, O>() {
+                if IL {
+                    // Vectors in twos where the destination pairs them (see `paired`), then
+                    // one at a time.
                     let mut v = 0;
-                    while v + 1 < NV {
+                    while paired::<S, O>() && v + 1 < NV {
                         let k = v * l;
+                        // SAFETY: vectors `k`, `k + LANES` of head `h`'s window, inside it
+                        // (`v + 1 < NV`, and `NV·LANES` is the window); both read before
+                        // either is written.
                         unsafe {
                             let x0 = self.normed::<I, ONCE>(s.ld::<I>(p.add(k)), w.a[v], pre);
                             let x1 =
@@ -207,24 +209,20 @@ impl<S: Simd> Run<'_, S> {
                         }
                         v += 2;
                     }
-                    if v < NV {
+                    while v < NV {
                         let k = v * l;
+                        // SAFETY: vector `k` of head `h`'s window, inside it (`v < NV`).
                         unsafe {
                             let x = self.normed::<I, ONCE>(s.ld::<I>(p.add(k)), w.a[v], pre);
                             self.inter::<I, O, ONCE>(x, q.add(k), c[v], sn[v]);
                         }
-                    }
-                } else if IL {
-                    for v in 0..NV {
-                        let k = v * l;
-                        unsafe {
-                            let x = self.normed::<I, ONCE>(s.ld::<I>(p.add(k)), w.a[v], pre);
-                            self.inter::<I, O, ONCE>(x, q.add(k), c[v], sn[v]);
-                        }
+                        v += 1;
                     }
                 } else {
                     for v in 0..NV {
                         let k = v * l;
+                        // SAFETY: vectors `k` and `half + k` of head `h`'s window, inside it
+                        // (`NV·LANES` is `half`); both read before either is written.
                         unsafe {
                             let x = self.normed::<I, ONCE>(s.ld::<I>(p.add(k)), w.a[v], pre);
                             let y = self.normed::<I, ONCE>(s.ld::<I>(p.add(half + k)), w.b[v], pre);
