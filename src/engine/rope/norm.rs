@@ -116,6 +116,17 @@ impl<S: Simd> Run<'_, S> {
         self.normed::<I, ONCE>(x, self.s.add(w, pre.one), pre)
     }
 
+    /// What [`Pre::one`] adds to each weight of norm `kind`: 1 for Gemma's `1 + w`, else
+    /// −0.0, which leaves every weight as it is.
+    #[inline(always)]
+    pub(super) fn one(&self, kind: NormKind) -> S::F {
+        self.s.splat(if kind == NormKind::HeadOnePlus {
+            1.0
+        } else {
+            -0.0
+        })
+    }
+
     /// [`Run::pre`] with the weights' `w + one` already added (`w1`): a loop that holds a
     /// head's weights in registers adds it once per call rather than once per vector. For
     /// `Head` and `Row` `one` is −0.0, so `w1` is `w` bit for bit.

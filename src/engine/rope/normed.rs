@@ -36,12 +36,12 @@ struct Weights<F, const NV: usize> {
 }
 
 impl<S: Simd> Run<'_, S> {
-    /// Whether a call's norms take [`Run::normed_tokens`]: every target has a head's norm
-    /// (a row's, OLMo 2's, keeps the general loop: its weights differ per head, and loaded
-    /// per head in this loop they made it slower than the general loop on both x86 tiers,
-    /// `cargo bench --bench fused -- qknorm`, the row norm rows), a token is
-    /// one chunk whose window is the whole head, and the window (`IL`: of `2·half` values,
-    /// else each half) a whole number of vectors.
+    /// Whether a call's norms take [`Run::normed_tokens`]: every target has a head's norm, a
+    /// token is one chunk whose window is the whole head, and the window (`IL`: of `2·half`
+    /// values, else each half) a whole number of vectors. A row's norm (OLMo 2's) keeps the
+    /// general loop: its weights differ per head, and loaded per head in this loop they made
+    /// it slower than the general loop on both x86 tiers (`cargo bench --bench fused --
+    /// qknorm`, the row norm rows).
     #[inline(always)]
     pub(super) fn norms_held<I: Element, O: Element, const IL: bool>(
         &self,
@@ -91,11 +91,7 @@ impl<S: Simd> Run<'_, S> {
                 let Some(norm) = target.norm else {
                     continue;
                 };
-                let one = s.splat(if norm.kind == NormKind::HeadOnePlus {
-                    1.0
-                } else {
-                    -0.0
-                });
+                let one = self.one(norm.kind);
                 let mut w = Weights {
                     a: [s.splat(0.0); NV],
                     b: [s.splat(0.0); NV],

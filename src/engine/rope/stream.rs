@@ -200,11 +200,7 @@ impl<S: Simd> Run<'_, S> {
                                     r: self.s.splat(r),
                                     w,
                                     kind: norm.kind,
-                                    one: self.s.splat(if norm.kind == NormKind::HeadOnePlus {
-                                        1.0
-                                    } else {
-                                        -0.0
-                                    }),
+                                    one: self.one(norm.kind),
                                 };
                                 if partial && j0 == 0 {
                                     // SAFETY: head `h` of both views is in bounds; `w` has
