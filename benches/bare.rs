@@ -24,8 +24,11 @@
 //! registers get from its bytes? `rh_const` / `il_const` rotate with cos/sin held in two
 //! registers, no table at all (the least any rotation of that layout does); `rh_two` loads
 //! each table vector once for two heads from the caller's rows, `il_one` once per head from
-//! an expanded table and `il_two` once for two heads; `posenc_*` are `Rope::apply` from a
-//! `Rope::table` on the AVX2 backend.
+//! an expanded table and `il_two` once for two heads; `il_split1` / `il_split2` read a compact
+//! table (one cos and one sin per pair, in `vshufps` order), split two head vectors into their
+//! even and odd values, rotate those as rotate_half pairs and interleave them back (a table
+//! vector per two head vectors, four shuffles; once per head or once for two heads);
+//! `posenc_*` are `Rope::apply` from a `Rope::table` on the AVX2 backend.
 //!
 //! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
 //! same path: posenc reads such a table's rows where they lie.
@@ -489,6 +492,35 @@ mod avx2 {
         }
     }
 
+    /// Interleaved from a compact split table (per token `[c; 64][s; 64]`, each group of 8
+    /// pairs in `vshufps` order `0 1 4 5 2 3 6 7`): two head vectors are split into their even
+    /// and odd values, rotated as rotate_half pairs, and interleaved back; each table vector
+    /// loaded once for `H` heads.
+    #[target_feature(enable = "avx2,fma")]
+    fn il_split<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
+            for group in tok.chunks_exact_mut(H * D) {
+                for v in 0..HALF / 8 {
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[HALF + 8 * v..HALF + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each; each head's 16 values at `16v`.
+                    unsafe {
+                        let (c, s) = (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr()));
+                        for head in group.chunks_exact_mut(D) {
+                            let p = head[16 * v..16 * v + 16].as_mut_ptr();
+                            let (x0, x1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+                            let e = _mm256_shuffle_ps::<0x88>(x0, x1);
+                            let o = _mm256_shuffle_ps::<0xDD>(x0, x1);
+                            let re = _mm256_fnmadd_ps(o, s, _mm256_mul_ps(e, c));
+                            let ro = _mm256_fmadd_ps(e, s, _mm256_mul_ps(o, c));
+                            _mm256_storeu_ps(p, _mm256_unpacklo_ps(re, ro));
+                            _mm256_storeu_ps(p.add(8), _mm256_unpackhi_ps(re, ro));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     pub fn main() {
         if !is_x86_feature_detected!("avx2") || !is_x86_feature_detected!("fma") {
             println!("bare: needs AVX2 and FMA; this CPU has not got them");
@@ -519,6 +551,15 @@ mod avx2 {
         // Every table on a 64-byte boundary, the bare loops' and posenc's.
         let mut stores: [Vec<Line>; 4] = Default::default();
         let [b_rh, b_il, s_rh, s_il] = &mut stores;
+        let mut sp = rh.clone();
+        for row in sp.chunks_exact_mut(8) {
+            let r = [
+                row[0], row[1], row[4], row[5], row[2], row[3], row[6], row[7],
+            ];
+            row.copy_from_slice(&r);
+        }
+        let mut b_sp = vec![];
+        let sp = aligned_copy(&mut b_sp, &sp);
         let (rh, il) = (aligned_copy(b_rh, &rh), aligned_copy(b_il, &il));
         let t_rh = r_rh.table(&pos, aligned(s_rh, r_rh.table_len(tokens)));
         let t_il = r_il.table(&pos, aligned(s_il, r_il.table_len(tokens)));
@@ -532,6 +573,8 @@ mod avx2 {
             "il_one",
             "il_two",
             "posenc_il",
+            "il_split1",
+            "il_split2",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
@@ -544,7 +587,9 @@ mod avx2 {
                 4 => il_const(x),
                 5 => il_heads::<1>(x, il, heads),
                 6 => il_heads::<2>(x, il, heads),
-                _ => r_il.apply(x, heads, t_il).unwrap(),
+                7 => r_il.apply(x, heads, t_il).unwrap(),
+                8 => il_split::<1>(x, sp, heads),
+                _ => il_split::<2>(x, sp, heads),
             }
         });
         println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
