@@ -907,45 +907,61 @@ fn sinusoidal_fill_long_runs_vs_scalar() {
     }
 }
 
-/// A call whose heads outgrow the caches (past 12 MiB) rotates rotate_half heads read from f32
-/// one per pass from a table in memory (`engine::rope`, `IN_CACHE_BYTES`): bit for bit the rows
-/// of the same heads rotated in small calls (which hold the table in registers, and which the
-/// tests above hold to `Scalar`), on every backend, in place and into a bf16 cache.
+/// A call of f32 heads that outgrows the caches (past 12 MiB) takes loops of its own
+/// (`engine::rope`, `IN_CACHE_BYTES`): rotate_half streaming one head per pass where the table
+/// is not held, and, where it is, the next token's angles computed a block at a time between
+/// groups of the token's heads. Bit for bit the rows of the same heads rotated in small calls
+/// (which the tests above hold to `Scalar`), on every backend, both layouts, in place (heads on
+/// a 64-byte boundary and 16 bytes past one) and into a bf16 cache. The head counts leave a
+/// last group short (30 heads: groups of 8 for AVX-512's four blocks, of 4 for AVX2's eight)
+/// and give fewer heads than blocks (3).
 #[test]
 fn calls_past_the_cache_match_small_calls() {
     use posenc::View;
-    // 800 tokens × 32 heads × 128 f32 = 12.5 MiB in place; into bf16, 18.75 MiB.
-    let (hd, heads, tokens, piece) = (128, 32, 800, 16);
-    let n = tokens * heads * hd;
+    let hd = 128;
     let mut rng = Rng::new(0x5eed_1a7e);
-    let x: Vec<f32> = (0..n).map(|_| (8.0 * rng.unit() - 4.0) as f32).collect();
-    let pos: Vec<i32> = (0..tokens as i32).map(|p| 7 * p + 3).collect();
-    let view = View::token_major(heads, hd);
-    for backend in available() {
-        let rope = Rope::new(&RopeConfig::new(hd, 5e5, Layout::RotateHalf))
-            .unwrap()
-            .with_backend(backend)
-            .unwrap();
-        let (mut whole, mut pieces) = (x.clone(), x.clone());
-        rope.apply(&mut whole, heads, &pos).unwrap();
-        for (rows, p) in pieces.chunks_mut(piece * heads * hd).zip(pos.chunks(piece)) {
-            rope.apply(rows, heads, p).unwrap();
-        }
-        let differ = differing(&whole, &pieces);
-        assert_eq!(differ, 0, "{backend:?}: in place, one call vs pieces");
+    // tokens × heads × 128 f32 just past 12 MiB in place.
+    for (heads, tokens, piece) in [(30, 860, 16), (3, 8200, 128)] {
+        let n = tokens * heads * hd;
+        let x: Vec<f32> = (0..n).map(|_| (8.0 * rng.unit() - 4.0) as f32).collect();
+        let pos: Vec<i32> = (0..tokens as i32).map(|p| 7 * p + 3).collect();
+        let view = View::token_major(heads, hd);
+        let row = heads * hd;
+        for layout in [Layout::RotateHalf, Layout::Interleaved] {
+            for backend in available() {
+                let rope = Rope::new(&RopeConfig::new(hd, 5e5, layout))
+                    .unwrap()
+                    .with_backend(backend)
+                    .unwrap();
+                let what = format!("{backend:?} {layout:?} {heads} heads");
+                for skew in [0, 4] {
+                    let (mut whole, at) = placed(&x, skew);
+                    let mut pieces = whole.clone();
+                    rope.apply(&mut whole[at..at + n], heads, &pos).unwrap();
+                    for (rows, p) in pieces[at..at + n]
+                        .chunks_mut(piece * row)
+                        .zip(pos.chunks(piece))
+                    {
+                        rope.apply(rows, heads, p).unwrap();
+                    }
+                    let differ = differing(&whole, &pieces);
+                    assert_eq!(differ, 0, "{what}: in place at +{skew}, one call vs pieces");
+                }
 
-        let (mut whole, mut pieces) = (vec![bf16::ZERO; n], vec![bf16::ZERO; n]);
-        rope.apply_into(&x, heads, &mut whole, view, &pos).unwrap();
-        let src = x.chunks(piece * heads * hd);
-        for ((dst, s), p) in pieces
-            .chunks_mut(piece * heads * hd)
-            .zip(src)
-            .zip(pos.chunks(piece))
-        {
-            rope.apply_into(s, heads, dst, view, p).unwrap();
+                let (mut whole, mut pieces) = (vec![bf16::ZERO; n], vec![bf16::ZERO; n]);
+                rope.apply_into(&x, heads, &mut whole, view, &pos).unwrap();
+                let src = x.chunks(piece * row);
+                for ((dst, s), p) in pieces
+                    .chunks_mut(piece * row)
+                    .zip(src)
+                    .zip(pos.chunks(piece))
+                {
+                    rope.apply_into(s, heads, dst, view, p).unwrap();
+                }
+                let differ = differing(&whole, &pieces);
+                assert_eq!(differ, 0, "{what}: into bf16, one call vs pieces");
+            }
         }
-        let differ = differing(&whole, &pieces);
-        assert_eq!(differ, 0, "{backend:?}: into bf16, one call vs pieces");
     }
 }
 

@@ -333,6 +333,13 @@ impl<'a, S: Simd> Source<'a, S> {
         }
     }
 
+    /// Whether the cos and sin are computed (from frequencies and positions) rather than read
+    /// from a caller's table.
+    #[inline(always)]
+    pub(crate) fn computes(&self) -> bool {
+        !matches!(self.kind, Kind::Table { .. })
+    }
+
     /// cos and sin (scaled, not yet rounded or laid out) of pairs `j .. j + LANES` of token
     /// `t`; lanes past `half` are padding.
     #[inline(always)]

@@ -133,7 +133,11 @@ impl<S: Simd> Run<'_, S> {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
             // window; the table of item 0 is complete (and not split: `split` excludes these
             // calls).
-            unsafe { self.stream_resident::<I, O, IL, ONCE, WHOLE>(targets, resident, &mut tabs) };
+            unsafe {
+                self.stream_resident::<I, O, IL, ONCE, WHOLE>(
+                    targets, resident, &mut tabs, in_cache,
+                )
+            };
             return;
         }
         for i in 0..items {
@@ -357,6 +361,7 @@ impl<S: Simd> Run<'_, S> {
         targets: &mut [Target<'_, I, O>],
         nv: usize,
         tabs: &mut [Tab; 2],
+        in_cache: bool,
     ) {
         // f32 windows the same number of values `f` before a vector boundary, every one of the
         // call's (the strides keep the offset), on a tier that splits vectors there (see
@@ -385,7 +390,9 @@ impl<S: Simd> Run<'_, S> {
                 // is an f32 window that many values before a boundary, a split the tier takes
                 // (`front`).
                 apart!(unsafe {
-                    self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(targets, tabs)
+                    self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(
+                        targets, tabs, in_cache,
+                    )
                 })
             };
         }
@@ -403,7 +410,23 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// Per token, every head of every view from the table in registers
-    /// ([`Run::resident`]), then the next token's table.
+    /// ([`Run::resident`]), then the next token's table. For one view of f32 heads past the
+    /// caches (`in_cache` false, and see [`between`]) whose angles are computed, not a
+    /// caller's table, the next token's table is computed a block at a time between groups of
+    /// the token's heads instead:
+    ///
+    /// ```text
+    /// per = ⌈heads / blocks⌉
+    /// for each group of `per` heads:  rotate them (`Run::resident`); compute one block of the
+    ///                                 next token's table
+    /// ```
+    ///
+    /// so the angles' arithmetic runs while the heads' loads wait on memory (`cargo bench
+    /// --bench ratio`, the apply column at 4096 tokens, both x86 tiers; most for f32 windows
+    /// 16 bytes off a line on AVX-512). It lost for 16-bit heads there, for a caller's table
+    /// copied row by row (nothing to overlap but the copy) and for f32 in cache, where the
+    /// heads' loads do not wait, as did computing the whole next table after half the heads. The other calls keep a branch of their own: run as a single group of this
+    /// loop, with the next token's `Pending` made before the heads, they took longer in cache.
     ///
     /// # Safety
     /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
@@ -421,6 +444,7 @@ impl<S: Simd> Run<'_, S> {
         &self,
         targets: &mut [Target<'_, I, O>],
         tabs: &mut [Tab; 2],
+        in_cache: bool,
     ) {
         debug_assert!(WHOLE && self.chunks == 1);
         let partial = 2 * self.half < self.head_dim;
@@ -452,29 +476,47 @@ impl<S: Simd> Run<'_, S> {
         // Each token's table: a caller's row read where it lies (`Run::direct_row`), else
         // `tabs`, the next one completed after the token's heads.
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
+            let groups =
+                !in_cache && const { between::<S, I, O, IL, ONCE, NV>() } && self.src.computes();
             for t in 0..self.tokens {
                 let (cur, nxt) = alternate(tabs, t);
+                let (p, q) = (p.wrapping_add(t * pts), q.wrapping_add(t * qts));
                 let row = self.direct_row::<IL, ONCE, SKEW>(t);
-                let rows = match row {
-                    Some(row) => row,
-                    None => cur.rows(),
-                };
-                // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
-                // bounds in both buffers (`in_bounds`); `rows` holds the token's table (laid
-                // out as a `Tab`); the rest as below.
-                unsafe {
-                    self.resident::<I, O, IL, ONCE, NV, SKEW>(
-                        p.wrapping_add(t * pts),
-                        q.wrapping_add(t * qts),
-                        phs,
-                        qhs,
-                        nh,
-                        rows,
-                    )
-                };
-                if row.is_none() {
-                    self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                if row.is_some() || !groups {
+                    let rows = match row {
+                        Some(row) => row,
+                        None => cur.rows(),
+                    };
+                    // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
+                    // bounds in both buffers (`in_bounds`); `rows` holds the token's table
+                    // (laid out as a `Tab`); the rest as below.
+                    unsafe { self.resident::<I, O, IL, ONCE, NV, SKEW>(p, q, phs, qhs, nh, rows) };
+                    if row.is_none() {
+                        self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                    }
+                    continue;
                 }
+                let mut next = self.pending(t + 1, nxt, false);
+                let per = nh.div_ceil(next.blocks.max(1));
+                let mut h = 0;
+                while h < nh {
+                    let n = per.min(nh - h);
+                    // SAFETY: heads `h .. h + n` (`h + n ≤ n_heads`) of token `first + t`, as
+                    // above; `cur` holds the token's table, and `next` writes only `nxt`.
+                    unsafe {
+                        self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                            p.wrapping_add(h * phs),
+                            q.wrapping_add(h * qhs),
+                            phs,
+                            qhs,
+                            n,
+                            cur.rows(),
+                        )
+                    };
+                    h += n;
+                    self.advance::<I, IL, ONCE>(&mut next);
+                }
+                self.complete::<I, IL, ONCE>(&mut next);
             }
             return;
         }
@@ -534,6 +576,26 @@ impl<S: Simd> Run<'_, S> {
             }
         }
     }
+}
+
+/// Whether [`Run::resident_tokens`] computes the next token's table between groups of heads
+/// past the caches, for tables of `NV` vectors: f32 heads of 128 values or more into f32,
+/// under posenc's rounding, on the x86 vector tiers (see [`x86_vector`]), the calls where it
+/// was timed and won. (Built into every kernel, the loop added a fifth to the code of a release
+/// `examples/asm_probe`; the HF modes exist for HF's bits, not speed.)
+const fn between<
+    S: Simd,
+    I: Element,
+    O: Element,
+    const IL: bool,
+    const ONCE: bool,
+    const NV: usize,
+>() -> bool {
+    let head = if IL { NV * S::LANES } else { 2 * NV * S::LANES };
+    ONCE && matches!(I::DTYPE, Dtype::F32)
+        && matches!(O::DTYPE, Dtype::F32)
+        && x86_vector::<S>()
+        && head >= 128
 }
 
 /// Whether the f32 window at address `at` starts half a vector of `S` past a vector boundary,
