@@ -564,6 +564,31 @@ mod avx2 {
         let t_rh = r_rh.table(&pos, aligned(s_rh, r_rh.table_len(tokens)));
         let t_il = r_il.table(&pos, aligned(s_il, r_il.table_len(tokens)));
         let (t_rh, t_il) = (t_rh.unwrap(), t_il.unwrap());
+        // The split loops are a rotation of their own: each value gets `il_one`'s operations
+        // (one product, then one fused multiply-add), so before timing them, their result on
+        // varied values must be `il_one`'s bit for bit.
+        let varied: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0)
+            .collect();
+        let mut want = varied.clone();
+        // SAFETY: AVX2 and FMA were detected above.
+        unsafe { il_heads::<1>(&mut want, il, heads) };
+        for two in [false, true] {
+            let mut got = varied.clone();
+            // SAFETY: as above.
+            unsafe {
+                if two {
+                    il_split::<2>(&mut got, sp, heads)
+                } else {
+                    il_split::<1>(&mut got, sp, heads)
+                }
+            };
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "il_split (two heads: {two}) is not il_one's rotation");
+        }
         let names = [
             "ceiling",
             "rh_const",
