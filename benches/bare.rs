@@ -22,9 +22,12 @@
 //!
 //! On the AVX2 tier it asks that tier's question instead: how far can a rotation with 16
 //! registers get from its bytes? `rh_const` / `il_const` rotate with cos/sin held in two
-//! registers, no table at all (the least any rotation of that layout does); `rh_two` loads
-//! each table vector once for two heads from the caller's rows, `il_one` once per head from
-//! an expanded table and `il_two` once for two heads; `il_split1` / `il_split2` read a compact
+//! registers, no table at all (the least any rotation of that layout does); `rh_two`,
+//! `rh_four` and `rh_eight` load each table vector once for two, four or eight heads from the
+//! caller's rows, `il_one` once per head from an expanded table and `il_two` / `il_four` once
+//! for two or four heads; `touch1` / `touch2` are no rotation but the ceiling's pass plus a
+//! table vector read per head vector (once per head, once for two heads), the memory work a
+//! table adds with no arithmetic beyond the ceiling's; `il_split1` / `il_split2` read a compact
 //! table (one cos and one sin per pair, in `vshufps` order), split two head vectors into their
 //! even and odd values, rotate those as rotate_half pairs and interleave them back (a table
 //! vector per two head vectors, four shuffles; once per head or once for two heads);
@@ -455,19 +458,42 @@ mod avx2 {
     }
 
     /// rotate_half from the caller's rows (`[c; 64][s; 64]` per token), each table vector
-    /// loaded once for two heads.
+    /// loaded once for `H` heads (`rh_two`: 2, `rh_four`: 4, `rh_eight`: 8).
     #[target_feature(enable = "avx2,fma")]
-    fn rh_two(x: &mut [f32], tab: &[f32], heads: usize) {
+    fn rh_heads<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
         for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
-            for two in tok.chunks_exact_mut(2 * D) {
-                let (h0, h1) = two.split_at_mut(D);
+            for group in tok.chunks_exact_mut(H * D) {
                 for v in 0..HALF / 8 {
                     let (c, s) = (&row[8 * v..8 * v + 8], &row[HALF + 8 * v..HALF + 8 * v + 8]);
                     // SAFETY: `c` and `s` are 8 values each.
                     let (c, s) =
                         unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
-                    rh_pair(h0, v, c, s);
-                    rh_pair(h1, v, c, s);
+                    for head in group.chunks_exact_mut(D) {
+                        rh_pair(head, v, c, s);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Not a rotation: the least memory work of a loop that reads its table once per `H`
+    /// heads. It is the ceiling's pass (one `x·a + t` per vector, in the ceiling's order
+    /// within a head) with `t` a vector of the caller's row (`[c; 64][s; 64]` per token, one
+    /// table vector per head vector), loaded once for `H` heads (`touch1`, `touch2`).
+    #[target_feature(enable = "avx2,fma")]
+    fn touch<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
+        let a = _mm256_set1_ps(0.999);
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
+            for group in tok.chunks_exact_mut(H * D) {
+                for v in 0..D / 8 {
+                    // SAFETY: `row` and every head are `D` values; `8v + 8 <= D`.
+                    unsafe {
+                        let t = _mm256_loadu_ps(row[8 * v..].as_ptr());
+                        for head in group.chunks_exact_mut(D) {
+                            let p = head[8 * v..8 * v + 8].as_mut_ptr();
+                            _mm256_storeu_ps(p, _mm256_fmadd_ps(_mm256_loadu_ps(p), a, t));
+                        }
+                    }
                 }
             }
         }
@@ -593,13 +619,18 @@ mod avx2 {
             "ceiling",
             "rh_const",
             "rh_two",
+            "rh_four",
+            "rh_eight",
             "posenc_rh",
             "il_const",
             "il_one",
             "il_two",
+            "il_four",
             "posenc_il",
             "il_split1",
             "il_split2",
+            "touch1",
+            "touch2",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
@@ -607,14 +638,19 @@ mod avx2 {
                 // The bytes ceiling of `--bench ratio` for f32, on this tier.
                 0 => memory_ceiling_pass(Backend::Avx2, x, 0.999, 1e-4).unwrap(),
                 1 => rh_const(x),
-                2 => rh_two(x, rh, heads),
-                3 => r_rh.apply(x, heads, t_rh).unwrap(),
-                4 => il_const(x),
-                5 => il_heads::<1>(x, il, heads),
-                6 => il_heads::<2>(x, il, heads),
-                7 => r_il.apply(x, heads, t_il).unwrap(),
-                8 => il_split::<1>(x, sp, heads),
-                _ => il_split::<2>(x, sp, heads),
+                2 => rh_heads::<2>(x, rh, heads),
+                3 => rh_heads::<4>(x, rh, heads),
+                4 => rh_heads::<8>(x, rh, heads),
+                5 => r_rh.apply(x, heads, t_rh).unwrap(),
+                6 => il_const(x),
+                7 => il_heads::<1>(x, il, heads),
+                8 => il_heads::<2>(x, il, heads),
+                9 => il_heads::<4>(x, il, heads),
+                10 => r_il.apply(x, heads, t_il).unwrap(),
+                11 => il_split::<1>(x, sp, heads),
+                12 => il_split::<2>(x, sp, heads),
+                13 => touch::<1>(x, rh, heads),
+                _ => touch::<2>(x, rh, heads),
             }
         });
         println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
