@@ -63,6 +63,31 @@ pub(super) const fn skewable<S: Simd, I: Element, O: Element, const WHOLE: bool>
     WHOLE && S::HALVES && matches!(I::DTYPE, Dtype::F32) && matches!(O::DTYPE, Dtype::F32)
 }
 
+/// Whether the in-cache token loops rotate a token's heads two at a time
+/// ([`Run::resident_twos`]): rotate_half f32 into f32 under posenc's rounding, heads of 128
+/// (`NV` 8) on an x86 tier of 8 lanes and 16 registers (AVX2), unskewed. There the table
+/// fills the register file; AVX-512 holds it in registers, and NEON has no host here to time
+/// it on, so both keep [`Run::resident`]. It was timed in cache only: past the caches the
+/// calls keep [`Run::resident`]'s blocked loads (see [`half_block`]).
+pub(super) const fn twos<
+    S: Simd,
+    I: Element,
+    O: Element,
+    const IL: bool,
+    const ONCE: bool,
+    const NV: usize,
+    const SKEW: usize,
+>() -> bool {
+    !IL && ONCE
+        && SKEW == 0
+        && NV == 8
+        && S::LANES == 8
+        && S::REGISTERS == 16
+        && cfg!(target_arch = "x86_64")
+        && matches!(I::DTYPE, Dtype::F32)
+        && matches!(O::DTYPE, Dtype::F32)
+}
+
 /// How many rotate_half vectors of `I` the head loops load from a window's first half before
 /// the first of their partners in the second half: 256 bytes, at most [`MAX_BLOCK`] vectors;
 /// 0 (the vectors in pairs) for 16-bit sources.
@@ -492,6 +517,74 @@ impl<S: Simd> Run<'_, S> {
                 }
                 v0 = v1;
             }
+        }
+    }
+
+    /// [`Run::resident`] for the kernels [`twos`] names: rotate_half, its vector pairs taken
+    /// for two heads at a time from one table pair.
+    ///
+    /// ```text
+    /// for each two heads h, h + 1:  for v in 0 .. NV:
+    ///     (c, s) = table pair v (held: on the stack, the table is the whole register file)
+    ///     rotate pair v of head h, then pair v of head h + 1, with (c, s)
+    /// an odd last head: Run::resident
+    /// ```
+    ///
+    /// AVX2's table of a head of 128 is its 16 registers, so the compiler keeps it on the
+    /// stack and [`Run::resident`] loads each table pair once per head; here once per two
+    /// heads, a quarter fewer loads (`cargo bench --bench bare` with
+    /// `POSENC_BENCH_BACKEND=avx2`: `rh_two` against `posenc_rh`; then `--bench ratio`, the
+    /// AVX2 table column in cache). Loading the pairs from the row in the loop instead of
+    /// holding them ran slower there. Each value gets [`Run::resident`]'s operations, so the
+    /// results are bitwise its.
+    ///
+    /// # Safety
+    /// As [`Run::resident`] with `SKEW` 0.
+    #[inline(always)]
+    pub(super) unsafe fn resident_twos<
+        I: Element,
+        O: Element,
+        const ONCE: bool,
+        const NV: usize,
+    >(
+        &self,
+        p0: *const I,
+        q0: *mut O,
+        ps: usize,
+        qs: usize,
+        nh: usize,
+        tab: Rows,
+    ) {
+        let l = S::LANES;
+        // SAFETY: the caller's precondition.
+        let (c, sn) = unsafe { self.held::<false, NV, 0>(tab) };
+        let mut h = 0;
+        while h + 1 < nh {
+            let (p, q) = (p0.wrapping_add(h * ps), q0.wrapping_add(h * qs));
+            let (p1, q1) = (p.wrapping_add(ps), q.wrapping_add(qs));
+            for (v, (&c, &sn)) in c.iter().zip(&sn).enumerate() {
+                // SAFETY: vector `v < NV` of the windows of heads `h`, `h + 1 < nh` and their
+                // partners `half` further lie inside them (the caller's precondition); in
+                // place, each head's stores reach only its own window.
+                unsafe {
+                    self.vector::<I, O, false, ONCE>(p, q, v * l, c, sn);
+                    self.vector::<I, O, false, ONCE>(p1, q1, v * l, c, sn);
+                }
+            }
+            h += 2;
+        }
+        if h < nh {
+            // SAFETY: head `h < nh`, one head, as the caller's precondition.
+            unsafe {
+                self.resident::<I, O, false, ONCE, NV, 0>(
+                    p0.wrapping_add(h * ps),
+                    q0.wrapping_add(h * qs),
+                    ps,
+                    qs,
+                    1,
+                    tab,
+                )
+            };
         }
     }
 

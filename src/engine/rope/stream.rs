@@ -2,11 +2,11 @@
 //! many heads share a table load, and where the next token's table is computed (see the
 //! module docs of `engine::rope` for the choices and the benchmarks that settled them).
 
-use super::heads::{skewable, split_stream};
+use super::heads::{skewable, split_stream, twos};
 use super::norm::{NORM_GROUP, scale};
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
-use crate::engine::angles::Tab;
+use crate::engine::angles::{Rows, Tab};
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::{Simd, apart};
 
@@ -490,7 +490,17 @@ impl<S: Simd> Run<'_, S> {
                     // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
                     // bounds in both buffers (`in_bounds`); `rows` holds the token's table
                     // (laid out as a `Tab`); the rest as below.
-                    unsafe { self.resident::<I, O, IL, ONCE, NV, SKEW>(p, q, phs, qhs, nh, rows) };
+                    unsafe {
+                        self.token_heads::<I, O, IL, ONCE, NV, SKEW>(
+                            p,
+                            q,
+                            phs,
+                            qhs,
+                            nh,
+                            rows,
+                            in_cache && row.is_some(),
+                        )
+                    };
                     if row.is_none() {
                         self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
                     }
@@ -560,19 +570,56 @@ impl<S: Simd> Run<'_, S> {
                     // pair of the window, a whole number of vectors, and `rows` holds its
                     // table; `SKEW` only for skewed f32 windows (the caller's precondition).
                     unsafe {
-                        self.resident::<I, O, IL, ONCE, NV, SKEW>(
+                        self.token_heads::<I, O, IL, ONCE, NV, SKEW>(
                             sbase.wrapping_add(self.offset),
                             dbase.wrapping_add(self.offset),
                             shs,
                             dhs,
                             nh,
                             rows,
+                            in_cache && row.is_some(),
                         )
                     };
                 }
             }
             if row.is_none() {
                 self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+            }
+        }
+    }
+
+    /// A token's `nh` heads of one view from its table `rows`: [`Run::resident_twos`] for
+    /// the kernels [`twos`] names when `two` (in cache, from a caller's table: from computed
+    /// angles, the two heads at a time slowed `apply` in `cargo bench --bench ratio`),
+    /// [`Run::resident`] otherwise.
+    ///
+    /// # Safety
+    /// As [`Run::resident`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn token_heads<
+        I: Element,
+        O: Element,
+        const IL: bool,
+        const ONCE: bool,
+        const NV: usize,
+        const SKEW: usize,
+    >(
+        &self,
+        p: *const I,
+        q: *mut O,
+        ps: usize,
+        qs: usize,
+        nh: usize,
+        rows: Rows,
+        two: bool,
+    ) {
+        // SAFETY: the caller's precondition (`twos`: `SKEW` is 0).
+        unsafe {
+            if const { twos::<S, I, O, IL, ONCE, NV, SKEW>() } && two {
+                self.resident_twos::<I, O, ONCE, NV>(p, q, ps, qs, nh, rows)
+            } else {
+                self.resident::<I, O, IL, ONCE, NV, SKEW>(p, q, ps, qs, nh, rows)
             }
         }
     }
