@@ -16,7 +16,7 @@
 //! position 0: they compute cos 0 = 1, sin 0 = 0 and are never stored.
 
 use super::job::{Angles, Positions};
-use super::math::sin_cos;
+use super::math::{sin_cos, sin_cos2};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::{Dtype, Element};
 use crate::scaling::MAX_PAIRS;
@@ -399,6 +399,48 @@ impl<'a, S: Simd> Source<'a, S> {
         (s.mul(c, self.cs), s.mul(sn, self.ss))
     }
 
+    /// [`Source::cos_sin`] of the two blocks at pairs `j` and `j + LANES` (both inside the
+    /// padded frequencies): computed together ([`sin_cos2`]) for exact angles, one after the
+    /// other for every other source.
+    #[inline(always)]
+    fn cos_sin2(&self, s: S, t: usize, j: usize) -> [(S::F, S::F); 2] {
+        let (l, h) = (S::LANES, S::LANES / 2);
+        if let Kind::Exact { w, pos } = self.kind {
+            let p = s.dsplat(pos[t] as f64);
+            let [(s0, c0), (s1, c1)] = sin_cos2(
+                s,
+                [
+                    s.dmul(p, s.load_widen(&w[j..])),
+                    s.dmul(p, s.load_widen(&w[j + h..])),
+                    s.dmul(p, s.load_widen(&w[j + l..])),
+                    s.dmul(p, s.load_widen(&w[j + l + h..])),
+                ],
+            );
+            return [
+                (s.mul(c0, self.cs), s.mul(s0, self.ss)),
+                (s.mul(c1, self.cs), s.mul(s1, self.ss)),
+            ];
+        }
+        [self.cos_sin(s, t, j), self.cos_sin(s, t, j + l)]
+    }
+
+    /// [`Source::block`] of blocks `b` and `b + 1` (both of the chunk), computed together
+    /// ([`Source::cos_sin2`]).
+    #[inline(always)]
+    pub(crate) fn block2<T: Element, const IL: bool, const ONCE: bool>(
+        &self,
+        s: S,
+        t: usize,
+        j0: usize,
+        b: usize,
+        tab: &mut Tab,
+        split: bool,
+    ) {
+        let [(c0, s0), (c1, s1)] = self.cos_sin2(s, t, j0 + b * S::LANES);
+        Self::put_block::<T, IL, ONCE>(s, b, c0, s0, tab, split);
+        Self::put_block::<T, IL, ONCE>(s, b + 1, c1, s1, tab, split);
+    }
+
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
     /// pair `j0`, laid out for the layout (`IL`: interleaved; `split`: a split table) and,
     /// under the HF modes (`ONCE` false: `engine::rope` instantiates it for those modes only),
@@ -575,7 +617,17 @@ impl Kernel for CosSinTable<'_> {
             .zip(self.sin.chunks_exact_mut(half))
             .enumerate()
         {
-            for j in (0..half).step_by(l) {
+            // Blocks in twos, computed together (see `sin_cos2`), then a last one alone.
+            let mut j = 0;
+            while j + 2 * l <= half {
+                let [(c0, s0), (c1, s1)] = src.cos_sin2(s, t, j);
+                s.store(c0, &mut c[j..]);
+                s.store(s0, &mut sn[j..]);
+                s.store(c1, &mut c[j + l..]);
+                s.store(s1, &mut sn[j + l..]);
+                j += 2 * l;
+            }
+            for j in (j..half).step_by(l) {
                 let (cv, sv) = src.cos_sin(s, t, j);
                 if j + l <= half {
                     s.store(cv, &mut c[j..]);

@@ -92,6 +92,24 @@ pub(crate) fn sin_cos<S: Simd>(s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
     s.quadrant(yl, yh, sn, c)
 }
 
+/// [`sin_cos`] of two blocks at once, `[lo0, hi0, lo1, hi1]`: each lane gets the same
+/// operations, written as one straight run so the compiler can interleave the two blocks'
+/// dependency chains. One block's chain is long enough that out-of-order execution overlaps
+/// little of the next block's when the blocks follow each other as loop iterations (`cargo
+/// bench --bench ratio`, the `apply` column in cache, and `llvm-mca` of one block: its
+/// simulated cycles well above its throughput bound).
+#[inline(always)]
+pub(crate) fn sin_cos2<S: Simd>(s: S, a: [S::D; 4]) -> [(S::F, S::F); 2] {
+    let (r0, y0) = reduce(s, a[0]);
+    let (r1, y1) = reduce(s, a[1]);
+    let (r2, y2) = reduce(s, a[2]);
+    let (r3, y3) = reduce(s, a[3]);
+    let (ra, rb) = (s.narrow(r0, r1), s.narrow(r2, r3));
+    let (sa, ca) = poly(s, ra, s.mul(ra, ra));
+    let (sb, cb) = poly(s, rb, s.mul(rb, rb));
+    [s.quadrant(y0, y1, sa, ca), s.quadrant(y2, y3, sb, cb)]
+}
+
 /// `(sin, cos)` of f64 angles in f64: `trig::sin_cos_f64` per lane.
 #[inline(always)]
 pub(crate) fn sin_cos64<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {

@@ -502,7 +502,7 @@ impl<S: Simd> Run<'_, S> {
                         )
                     };
                     if row.is_none() {
-                        self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                        self.next_table::<I, IL, ONCE, SKEW>(&mut self.pending(t + 1, nxt, false));
                     }
                     continue;
                 }
@@ -583,8 +583,22 @@ impl<S: Simd> Run<'_, S> {
                 }
             }
             if row.is_none() {
-                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                self.next_table::<I, IL, ONCE, SKEW>(&mut self.pending(t + 1, nxt, false));
             }
+        }
+    }
+
+    /// The next token's table for [`Run::resident_tokens`]: its blocks in twos
+    /// ([`Run::complete_twos`]) for unskewed windows, one at a time for skewed ones.
+    #[inline(always)]
+    fn next_table<I: Element, const IL: bool, const ONCE: bool, const SKEW: usize>(
+        &self,
+        next: &mut Pending<'_>,
+    ) {
+        if SKEW == 0 {
+            self.complete_twos::<I, IL, ONCE>(next);
+        } else {
+            self.complete::<I, IL, ONCE>(next);
         }
     }
 
