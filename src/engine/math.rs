@@ -97,7 +97,8 @@ pub(crate) fn sin_cos<S: Simd>(s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
 /// dependency chains. One block's chain is long enough that out-of-order execution overlaps
 /// little of the next block's when the blocks follow each other as loop iterations (`cargo
 /// bench --bench ratio`, the `apply` column in cache, and `llvm-mca` of one block: its
-/// simulated cycles well above its throughput bound).
+/// simulated cycles well above its throughput bound). Four blocks at a time ran slower than
+/// two there.
 #[inline(always)]
 pub(crate) fn sin_cos2<S: Simd>(s: S, a: [S::D; 4]) -> [(S::F, S::F); 2] {
     let (r0, y0) = reduce(s, a[0]);
