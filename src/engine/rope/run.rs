@@ -128,9 +128,7 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// [`Run::complete`] computing the blocks in twos, together (see `math::sin_cos2`), then a
-    /// last one alone: for the token loops of unskewed windows. (Built into the skewed loops
-    /// too, it slowed AVX-512's interleaved calls at 16 bytes past a line, from positions and
-    /// from tables alike: `cargo bench --bench ratio`.)
+    /// last one alone (which kernels take it: `stream.rs`, `next_table`).
     #[inline(always)]
     pub(super) fn complete_twos<T: Element, const IL: bool, const ONCE: bool>(
         &self,

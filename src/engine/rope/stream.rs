@@ -502,7 +502,11 @@ impl<S: Simd> Run<'_, S> {
                         )
                     };
                     if row.is_none() {
-                        self.next_table::<I, IL, ONCE, SKEW>(&mut self.pending(t + 1, nxt, false));
+                        self.next_table::<I, O, IL, ONCE, SKEW>(&mut self.pending(
+                            t + 1,
+                            nxt,
+                            false,
+                        ));
                     }
                     continue;
                 }
@@ -583,19 +587,27 @@ impl<S: Simd> Run<'_, S> {
                 }
             }
             if row.is_none() {
-                self.next_table::<I, IL, ONCE, SKEW>(&mut self.pending(t + 1, nxt, false));
+                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
             }
         }
     }
 
-    /// The next token's table for [`Run::resident_tokens`]: its blocks in twos
-    /// ([`Run::complete_twos`]) for unskewed windows, one at a time for skewed ones.
+    /// The next token's table for [`Run::resident_tokens`]' one-view loop: its blocks in twos
+    /// ([`Run::complete_twos`]) for unskewed f32 windows into f32 on the x86 vector tiers,
+    /// one at a time otherwise. In every kernel the pairs added about a third to the code of
+    /// a release `examples/asm_probe` for gains of a few hundredths at most outside f32 (`cargo
+    /// bench --bench ratio`); built into the skewed loops, they slowed AVX-512's interleaved
+    /// calls 16 bytes past a line, from positions and from tables alike.
     #[inline(always)]
-    fn next_table<I: Element, const IL: bool, const ONCE: bool, const SKEW: usize>(
+    fn next_table<I: Element, O: Element, const IL: bool, const ONCE: bool, const SKEW: usize>(
         &self,
         next: &mut Pending<'_>,
     ) {
-        if SKEW == 0 {
+        if SKEW == 0
+            && matches!(I::DTYPE, Dtype::F32)
+            && matches!(O::DTYPE, Dtype::F32)
+            && x86_vector::<S>()
+        {
             self.complete_twos::<I, IL, ONCE>(next);
         } else {
             self.complete::<I, IL, ONCE>(next);
