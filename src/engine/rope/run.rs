@@ -109,19 +109,7 @@ impl<S: Simd> Run<'_, S> {
         &self,
         next: &mut Pending<'_>,
     ) {
-        if next.done < next.blocks
-            && apart!(self.src.table_row::<T, IL, ONCE>(
-                self.s,
-                next.t,
-                next.j0,
-                next.done,
-                next.blocks,
-                next.tab,
-                next.split,
-            ))
-        {
-            next.done = next.blocks;
-        }
+        self.table_rest::<T, IL, ONCE>(next);
         while next.done < next.blocks {
             self.advance::<T, IL, ONCE>(next);
         }
@@ -134,6 +122,22 @@ impl<S: Simd> Run<'_, S> {
         &self,
         next: &mut Pending<'_>,
     ) {
+        self.table_rest::<T, IL, ONCE>(next);
+        while next.done + 1 < next.blocks {
+            apart!(
+                self.src.block2::<T, IL, ONCE>(
+                    self.s, next.t, next.j0, next.done, next.tab, next.split
+                )
+            );
+            next.done += 2;
+        }
+        self.advance::<T, IL, ONCE>(next);
+    }
+
+    /// What is left of `next` in one loop when its source is a caller's table
+    /// ([`Source::table_row`]); nothing otherwise.
+    #[inline(always)]
+    fn table_rest<T: Element, const IL: bool, const ONCE: bool>(&self, next: &mut Pending<'_>) {
         if next.done < next.blocks
             && apart!(self.src.table_row::<T, IL, ONCE>(
                 self.s,
@@ -147,15 +151,6 @@ impl<S: Simd> Run<'_, S> {
         {
             next.done = next.blocks;
         }
-        while next.done + 1 < next.blocks {
-            apart!(
-                self.src.block2::<T, IL, ONCE>(
-                    self.s, next.t, next.j0, next.done, next.tab, next.split
-                )
-            );
-            next.done += 2;
-        }
-        self.advance::<T, IL, ONCE>(next);
     }
 
     /// Token `t`'s row of a caller's table, read where it lies, for the kernels under posenc's
