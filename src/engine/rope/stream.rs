@@ -594,10 +594,10 @@ impl<S: Simd> Run<'_, S> {
 
     /// The next token's table for [`Run::resident_tokens`]' one-view loop: its blocks in twos
     /// ([`Run::complete_twos`]) for unskewed f32 windows into f32 on the x86 vector tiers,
-    /// one at a time otherwise. In every kernel the pairs added about a third to the code of
-    /// a release `examples/asm_probe` for gains of a few hundredths at most outside f32 (`cargo
-    /// bench --bench ratio`); built into the skewed loops, they slowed AVX-512's interleaved
-    /// calls 16 bytes past a line, from positions and from tables alike.
+    /// one at a time otherwise. Built into every kernel, the pairs grew the code markedly
+    /// (`size` of a release `examples/asm_probe`) for small gains outside f32 (`cargo bench
+    /// --bench ratio`); built into the skewed loops, they slowed AVX-512's interleaved calls
+    /// 16 bytes past a line, from positions and from tables alike.
     #[inline(always)]
     fn next_table<I: Element, O: Element, const IL: bool, const ONCE: bool, const SKEW: usize>(
         &self,
