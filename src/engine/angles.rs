@@ -278,6 +278,18 @@ enum Kind<'a> {
     },
 }
 
+/// The exact angles `f64(p) · f64(ω_j)` of the block at pair `j` (padded frequencies `w`), as
+/// two f64 halves: what [`Source::cos_sin`] and [`Source::cos_sin2`] reduce.
+#[inline(always)]
+fn exact<S: Simd>(s: S, p: i32, w: &[f32], j: usize) -> (S::D, S::D) {
+    let p = s.dsplat(p as f64);
+    let h = S::LANES / 2;
+    (
+        s.dmul(p, s.load_widen(&w[j..])),
+        s.dmul(p, s.load_widen(&w[j + h..])),
+    )
+}
+
 /// `inv_freq` zero-padded to whole vectors, for rotary dims that are not a whole number of
 /// vectors (so every block loads `LANES` frequencies).
 pub(crate) type Padded = [f32; MAX_PAIRS + MAX_LANES];
@@ -350,13 +362,7 @@ impl<'a, S: Simd> Source<'a, S> {
         // (No closures here: a closure does not inherit the entry function's target
         // features, so the intrinsics it calls would not inline.)
         let (lo, hi) = match self.kind {
-            Kind::Exact { w, pos } => {
-                let p = s.dsplat(pos[t] as f64);
-                (
-                    s.dmul(p, s.load_widen(&w[j..])),
-                    s.dmul(p, s.load_widen(&w[j + h..])),
-                )
-            }
+            Kind::Exact { w, pos } => exact(s, pos[t], w, j),
             Kind::F32 { w, pos } => {
                 // HF: the f32 product f32(p)·ω, then sin/cos of that angle.
                 let p = pos[t] as f32;
@@ -404,18 +410,10 @@ impl<'a, S: Simd> Source<'a, S> {
     /// other for every other source.
     #[inline(always)]
     fn cos_sin2(&self, s: S, t: usize, j: usize) -> [(S::F, S::F); 2] {
-        let (l, h) = (S::LANES, S::LANES / 2);
+        let l = S::LANES;
         if let Kind::Exact { w, pos } = self.kind {
-            let p = s.dsplat(pos[t] as f64);
-            let [(s0, c0), (s1, c1)] = sin_cos2(
-                s,
-                [
-                    s.dmul(p, s.load_widen(&w[j..])),
-                    s.dmul(p, s.load_widen(&w[j + h..])),
-                    s.dmul(p, s.load_widen(&w[j + l..])),
-                    s.dmul(p, s.load_widen(&w[j + l + h..])),
-                ],
-            );
+            let ((a0, a1), (a2, a3)) = (exact(s, pos[t], w, j), exact(s, pos[t], w, j + l));
+            let [(s0, c0), (s1, c1)] = sin_cos2(s, [a0, a1, a2, a3]);
             return [
                 (s.mul(c0, self.cs), s.mul(s0, self.ss)),
                 (s.mul(c1, self.cs), s.mul(s1, self.ss)),
