@@ -61,8 +61,10 @@ fn reduce<S: Simd>(s: S, a: S::D) -> (S::D, S::D) {
     let magic = s.dsplat(ROUND_MAGIC);
     let y = s.dadd(s.dmul(a, s.dsplat(TWO_OVER_PI)), magic);
     let k = s.dsub(y, magic);
-    let r = s.dsub(a, s.dmul(k, s.dsplat(PIO2_1)));
-    let r = s.dsub(r, s.dmul(k, s.dsplat(PIO2_2)));
+    // `k·P1` and `k·P2` are exact in the domain (`trig::MAX_ANGLE`), so a fused step gives
+    // the scalar bits.
+    let r = s.dsub_exact(a, k, s.dsplat(PIO2_1));
+    let r = s.dsub_exact(r, k, s.dsplat(PIO2_2));
     let r = s.dsub(r, s.dmul(k, s.dsplat(PIO2_3)));
     (r, y)
 }

@@ -114,6 +114,10 @@ impl Simd for Portable {
         acc + x * x
     }
     #[inline(always)]
+    fn dsub_exact(self, a: f64x4, k: f64x4, c: f64x4) -> f64x4 {
+        a - k * c
+    }
+    #[inline(always)]
     fn narrow(self, lo: f64x4, hi: f64x4) -> f32x8 {
         let (lo, hi) = (lo.to_array(), hi.to_array());
         f32x8::new(core::array::from_fn(|i| {

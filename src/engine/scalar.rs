@@ -90,6 +90,10 @@ impl Simd for Scalar {
         acc + x * x
     }
     #[inline(always)]
+    fn dsub_exact(self, a: f64, k: f64, c: f64) -> f64 {
+        a - k * c
+    }
+    #[inline(always)]
     fn narrow(self, lo: f64, hi: f64) -> [f32; 2] {
         [lo as f32, hi as f32]
     }

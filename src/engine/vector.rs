@@ -108,6 +108,10 @@ pub(crate) trait Simd: Copy {
     /// `acc + x·x` where `x·x` is exact in f64 (`x` widened from f32): one fused operation
     /// where the tier has it, a product and a sum elsewhere, the same bits either way.
     fn dsquare_add(self, x: Self::D, acc: Self::D) -> Self::D;
+    /// `a − k·c` where `k·c` is exact in f64 (the range reduction's first two steps, see
+    /// `trig.rs`): one fused operation where the tier has it, a product and a difference
+    /// elsewhere, the same bits either way.
+    fn dsub_exact(self, a: Self::D, k: Self::D, c: Self::D) -> Self::D;
     /// Rounds two f64 vectors to f32 and concatenates them (`lo` in the low lanes).
     fn narrow(self, lo: Self::D, hi: Self::D) -> Self::F;
     /// [`Simd::quadrant`] on f64 lanes: `k` in the low mantissa bits of each lane of `y`.

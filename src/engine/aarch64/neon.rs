@@ -197,6 +197,11 @@ impl<const BF16: bool> Simd for Neon<BF16> {
         unsafe { F64x4(vfmaq_f64(acc.0, x.0, x.0), vfmaq_f64(acc.1, x.1, x.1)) }
     }
     #[inline(always)]
+    fn dsub_exact(self, a: F64x4, k: F64x4, c: F64x4) -> F64x4 {
+        // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
+        unsafe { F64x4(vfmsq_f64(a.0, k.0, c.0), vfmsq_f64(a.1, k.1, c.1)) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: F64x4, hi: F64x4) -> F32x8 {
         // SAFETY: a `Neon` token exists only on a CPU with NEON (`Neon::new`).
         unsafe {

@@ -148,6 +148,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_fmadd_pd(x, x, acc) }
     }
     #[inline(always)]
+    fn dsub_exact(self, a: __m256d, k: __m256d, c: __m256d) -> __m256d {
+        // SAFETY: an `Avx2` token exists only on a CPU with AVX2, FMA and F16C (`Avx2::new`).
+        unsafe { _mm256_fnmadd_pd(k, c, a) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: __m256d, hi: __m256d) -> __m256 {
         // SAFETY: an `Avx2` token exists only on a CPU with AVX2, FMA and F16C (`Avx2::new`).
         unsafe {

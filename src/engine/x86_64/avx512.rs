@@ -191,6 +191,11 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
         unsafe { _mm512_fmadd_pd(x, x, acc) }
     }
     #[inline(always)]
+    fn dsub_exact(self, a: __m512d, k: __m512d, c: __m512d) -> __m512d {
+        // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
+        unsafe { _mm512_fnmadd_pd(k, c, a) }
+    }
+    #[inline(always)]
     fn narrow(self, lo: __m512d, hi: __m512d) -> __m512 {
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
         unsafe {
