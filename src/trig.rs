@@ -15,7 +15,9 @@
 //! Every operation that computes a value here is a plain IEEE add or multiply (no fused
 //! multiply-add, no `round()` from std): the SIMD backends perform the same operations lane
 //! by lane, so the cos/sin they produce are bitwise the scalar ones on every target. (The
-//! domain test alone uses a fused multiply-add, for an exact comparison.)
+//! domain test uses a fused multiply-add, for an exact comparison; and the vector tiers fuse
+//! [`reduce`]'s `angle − k·P1` and `− k·P2`, whose products are exact in the domain, so the
+//! fused step rounds as the plain one does: `Simd::dsub_exact`.)
 
 use crate::error::Error;
 
