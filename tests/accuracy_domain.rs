@@ -405,3 +405,92 @@ fn from_inv_freq_domain_edge() {
     let above = f32::from_bits(MAX_FREQ.to_bits() + 1);
     assert!(Rope::from_inv_freq(2, Layout::RotateHalf, &[above], 1.0).is_err());
 }
+
+/// Where the reduction's cases meet, cos/sin stay bitwise `sin_cos_exact`'s on every backend:
+/// blocks of angles all below 0.78 (reduced to themselves, `k = 0`), blocks with one angle at
+/// 0.78, either side of π/4 (where the quadrant turns) or past it, at every lane position of a
+/// block and in partial blocks, and positions either side of 2^24 (where `f32(p)` stops being
+/// exact). These are the cases a shortcut that forms small angles as one f32 product and skips
+/// their reduction must get right (such a shortcut was measured and not kept: `benches/LOG.md`).
+#[test]
+fn angles_around_the_quadrant_edge_and_2_pow_24() {
+    const PI_4: f32 = core::f32::consts::FRAC_PI_4;
+    let up = |x: f32, n: u32| f32::from_bits(x.to_bits() + n);
+    let down = |x: f32, n: u32| f32::from_bits(x.to_bits() - n);
+    // Angles that straddle the cut-off (0.78) and π/4.
+    let edges = [
+        down(0.78, 1),
+        0.78,
+        up(0.78, 1),
+        down(PI_4, 2),
+        PI_4,
+        up(PI_4, 2),
+        0.9,
+    ];
+    let mut checked = 0usize;
+    for half in [64usize, 40, 7] {
+        // Angle patterns at the anchor position: all below the cut-off, then one edge angle
+        // per pattern at a lane that walks through every block position.
+        let small = |i: usize| 0.779 * (half - i) as f32 / half as f32;
+        let mut patterns: Vec<Vec<f32>> = vec![(0..half).map(small).collect()];
+        for (e, &edge) in edges.iter().enumerate() {
+            for lane in (e % 3..half).step_by(5) {
+                let mut a: Vec<f32> = (0..half).map(small).collect();
+                a[lane] = edge;
+                patterns.push(a);
+            }
+        }
+        let anchors = [
+            1i32,
+            3,
+            1000,
+            65_535,
+            (1 << 24) - 1,
+            1 << 24,
+            (1 << 24) + 1,
+            -((1 << 24) + 3),
+        ];
+        for &anchor in &anchors {
+            for angles in &patterns {
+                // Frequencies that give about these angles at the anchor (the negative
+                // positions below give the negative angles).
+                let w: Vec<f32> = angles
+                    .iter()
+                    .map(|&a| (a as f64 / anchor.unsigned_abs() as f64) as f32)
+                    .collect();
+                let rope = Rope::from_inv_freq(2 * half, Layout::RotateHalf, &w, 1.0).unwrap();
+                let mut positions = vec![anchor, -anchor, anchor.saturating_add(1), anchor - 1, 0];
+                positions.extend(
+                    [1i32 << 24, (1 << 24) + 1, -(1 << 24) - 1]
+                        .iter()
+                        .filter(|p| {
+                            w.iter()
+                                .all(|&w| (p.unsigned_abs() as f64) * (w as f64) <= EDGE)
+                        }),
+                );
+                let n = positions.len();
+                for b in available() {
+                    let (mut c, mut s) = (vec![f32::NAN; n * half], vec![f32::NAN; n * half]);
+                    rope.with_backend(b)
+                        .unwrap()
+                        .fill_cos_sin(&positions, &mut c, &mut s)
+                        .unwrap();
+                    for (t, &p) in positions.iter().enumerate() {
+                        for (i, &w) in w.iter().enumerate() {
+                            let (es, ec) = sin_cos_exact(p, w).unwrap();
+                            let k = t * half + i;
+                            assert_eq!(
+                                (s[k].to_bits(), c[k].to_bits()),
+                                (es.to_bits(), ec.to_bits()),
+                                "{b:?}: p {p}, pair {i} of {half}, ω {w:e}, angle {}",
+                                p as f64 * w as f64
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 100_000, "{checked}");
+}
