@@ -9,7 +9,7 @@
 //! python3 benches/report.py                                            # markdown tables
 //! ```
 //!
-//! Ids: `rope/{dtype}/{layout}/{shape}/{function}`, `fill_cos_sin/{tokens}/{function}`,
+//! Ids: `rope/{dtype}/{layout}/{shape}/{function}`, `fill_cos_sin/{case}/{tokens}/{function}`,
 //! `table/{dtype}/{layout}/{shape}/{function}`; `function` is `dispatched`
 //! (`Rope::new`, the backend posenc picks), a backend name (`scalar`, `portable`, ...) or
 //! `ceiling`.
@@ -161,12 +161,17 @@ fn rope_bf16(c: &mut Criterion) {
 fn fill_cos_sin(c: &mut Criterion) {
     let rope = Rope::new(&RopeConfig::new(HEAD_DIM, BASE, Layout::RotateHalf)).unwrap();
     let half = HEAD_DIM / 2;
-    for (tokens, positions) in [
-        (1, vec![70_000]),
-        (512, (1_000..1_512).collect::<Vec<i32>>()),
+    // A decode step deep in a context, a prompt's chunk past its start, and a prompt from its
+    // start, where the low frequencies' angles are small enough to skip their reduction
+    // (`engine/angles.rs`, `small_from`).
+    for (case, positions) in [
+        ("decode", vec![70_000]),
+        ("prefill", (1_000..1_512).collect::<Vec<i32>>()),
+        ("prompt", (0..512).collect()),
     ] {
+        let tokens = positions.len();
         let n = tokens * half;
-        let mut g = group(c, format!("fill_cos_sin/{tokens}x{half}"), 2 * n * 4);
+        let mut g = group(c, format!("fill_cos_sin/{case}/{tokens}x{half}"), 2 * n * 4);
         let (mut cos, mut sin) = (vec![0f32; n], vec![0f32; n]);
         let pos = &positions[..];
         g.bench_function("dispatched", |b| {

@@ -57,6 +57,12 @@ pub(crate) fn reduce(angle: f64) -> (f64, f64) {
     (r, q)
 }
 
+/// Angles below this in magnitude need no reduction: [`reduce`] gives `k = 0`, `r` the angle
+/// itself and quadrant 0 (`|angle·2/π| < 0.5`), so [`sin_cos`] is [`poly`] of the angle
+/// rounded to f32. Kept below π/4 with a margin so that a bound checked on the exact product
+/// holds for its f32 rounding too.
+pub(crate) const SMALL_ANGLE: f64 = 0.77;
+
 /// sin and cos of `r ∈ [−π/4, π/4]`.
 #[inline(always)]
 pub(crate) fn poly(r: f32) -> (f32, f32) {

@@ -406,22 +406,27 @@ fn from_inv_freq_domain_edge() {
     assert!(Rope::from_inv_freq(2, Layout::RotateHalf, &[above], 1.0).is_err());
 }
 
-/// Where the reduction's cases meet, cos/sin stay bitwise `sin_cos_exact`'s on every backend:
-/// blocks of angles all below 0.78 (reduced to themselves, `k = 0`), blocks with one angle at
-/// 0.78, either side of π/4 (where the quadrant turns) or past it, spread over the lanes of a
-/// block and in partial blocks, and positions either side of 2^24 (where `f32(p)` stops being
-/// exact). These are the cases a shortcut that forms small angles as one f32 product and skips
-/// their reduction must get right (such a shortcut was measured and not kept: `benches/LOG.md`).
+/// Where the reduction's cases meet, cos/sin stay bitwise `sin_cos_exact`'s on every backend.
+/// The vector tiers skip the reduction for a call's *small* blocks, those whose every angle is
+/// below 0.77 at every position of the call, forming the angle as one f32 product; this test
+/// holds blocks on both sides of that cut-off:
+/// * all angles below it (reduced to themselves, `k = 0`);
+/// * one angle either side of the cut-off, of 0.78, of π/4 (where the quadrant turns) or past
+///   it, spread over the lanes of a block, in whole and partial blocks;
+/// * positions either side of 2^24, where `f32(p)` stops being exact;
+/// * each position in a call of its own, and in calls with others (the cut-off holds for the
+///   call's largest position).
 #[test]
 fn angles_around_the_quadrant_edge_and_2_pow_24() {
     const PI_4: f32 = core::f32::consts::FRAC_PI_4;
     let up = |x: f32, n: u32| f32::from_bits(x.to_bits() + n);
     let down = |x: f32, n: u32| f32::from_bits(x.to_bits() - n);
-    // Angles that straddle the cut-off (0.78) and π/4.
+    // Angles that straddle the cut-off (0.77), 0.78 and π/4.
     let edges = [
-        down(0.78, 1),
+        down(0.77, 1),
+        0.77,
+        up(0.77, 1),
         0.78,
-        up(0.78, 1),
         down(PI_4, 2),
         PI_4,
         up(PI_4, 2),
@@ -432,7 +437,7 @@ fn angles_around_the_quadrant_edge_and_2_pow_24() {
         // Angle patterns at the anchor position (exactly at anchor 1, within an f32 rounding of
         // the frequency elsewhere): all below the cut-off, then one edge angle per pattern, at
         // lanes five apart, so that each edge lands on most lane positions of a block.
-        let small = |i: usize| 0.779 * (half - i) as f32 / half as f32;
+        let small = |i: usize| 0.769 * (half - i) as f32 / half as f32;
         let mut patterns: Vec<Vec<f32>> = vec![(0..half).map(small).collect()];
         for (e, &edge) in edges.iter().enumerate() {
             for lane in (e % 3..half).step_by(5) {
@@ -452,43 +457,39 @@ fn angles_around_the_quadrant_edge_and_2_pow_24() {
             -((1 << 24) + 3),
         ];
         for &anchor in &anchors {
+            // Every angle stays in the domain: |p| ≤ 2^24 + 4 and ω < 1.
+            let near = [anchor, -anchor, anchor + 1, anchor - 1, 0];
+            let far = [1 << 24, (1 << 24) + 1, -(1 << 24) - 1];
+            let all: Vec<i32> = near.iter().chain(&far).copied().collect();
+            let mut calls: Vec<&[i32]> = vec![&all, &near];
+            calls.extend(all.chunks(1));
             for angles in &patterns {
                 // Frequencies that give about these angles at the anchor (the negative
-                // positions below give the negative angles).
+                // positions give the negative angles).
                 let w: Vec<f32> = angles
                     .iter()
                     .map(|&a| (a as f64 / anchor.unsigned_abs() as f64) as f32)
                     .collect();
                 let rope = Rope::from_inv_freq(2 * half, Layout::RotateHalf, &w, 1.0).unwrap();
-                // Every angle stays in the domain: |p| ≤ 2^24 + 4 and ω < 1.
-                let positions = [
-                    anchor,
-                    -anchor,
-                    anchor + 1,
-                    anchor - 1,
-                    0,
-                    1 << 24,
-                    (1 << 24) + 1,
-                    -(1 << 24) - 1,
-                ];
-                let n = positions.len();
                 for b in available() {
-                    let (mut c, mut s) = (vec![f32::NAN; n * half], vec![f32::NAN; n * half]);
-                    rope.with_backend(b)
-                        .unwrap()
-                        .fill_cos_sin(&positions, &mut c, &mut s)
-                        .unwrap();
-                    for (t, &p) in positions.iter().enumerate() {
-                        for (i, &w) in w.iter().enumerate() {
-                            let (es, ec) = sin_cos_exact(p, w).unwrap();
-                            let k = t * half + i;
-                            assert_eq!(
-                                (s[k].to_bits(), c[k].to_bits()),
-                                (es.to_bits(), ec.to_bits()),
-                                "{b:?}: p {p}, pair {i} of {half}, ω {w:e}, angle {}",
-                                p as f64 * w as f64
-                            );
-                            checked += 1;
+                    let rope = rope.with_backend(b).unwrap();
+                    for &positions in &calls {
+                        let n = positions.len();
+                        let (mut c, mut s) = (vec![f32::NAN; n * half], vec![f32::NAN; n * half]);
+                        rope.fill_cos_sin(positions, &mut c, &mut s).unwrap();
+                        for (t, &p) in positions.iter().enumerate() {
+                            for (i, &w) in w.iter().enumerate() {
+                                let (es, ec) = sin_cos_exact(p, w).unwrap();
+                                let k = t * half + i;
+                                assert_eq!(
+                                    (s[k].to_bits(), c[k].to_bits()),
+                                    (es.to_bits(), ec.to_bits()),
+                                    "{b:?}: p {p} of {positions:?}, pair {i} of {half}, ω {w:e}, \
+                                     angle {}",
+                                    p as f64 * w as f64
+                                );
+                                checked += 1;
+                            }
                         }
                     }
                 }

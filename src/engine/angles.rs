@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! exact (posenc's contract):  θ = f64(p) · f64(ω_j)  (exact: 31 + 24 bits), sin/cos in math.rs
+//!                             (a call's small blocks, all |θ| < 0.77: f32(p)·ω_j, no reduction)
 //! HF parity (f32_angle):      θ = f64(f32(p) · ω_j)  (the f32 product torch forms)
 //! M-RoPE axes:                p = the position of pair j's axis
 //! caller tables:              cos/sin loaded as they are
@@ -16,10 +17,11 @@
 //! position 0: they compute cos 0 = 1, sin 0 = 0 and are never stored.
 
 use super::job::{Angles, Positions};
-use super::math::{sin_cos, sin_cos2};
+use super::math::{sin_cos, sin_cos_small, sin_cos2};
 use super::vector::{Kernel, MAX_LANES, Simd, pad};
 use crate::element::{Dtype, Element};
 use crate::scaling::MAX_PAIRS;
+use crate::trig::SMALL_ANGLE;
 use crate::types::Layout;
 use core::mem::MaybeUninit;
 
@@ -252,6 +254,9 @@ pub(crate) struct Source<'a, S: Simd> {
     ss: S::F,
     /// `cs` and `ss` are 1: scaling leaves every cos and sin as it is.
     unit: bool,
+    /// The first pair of the call's *small* blocks: from here to the end of the window, every
+    /// angle of every token is below [`SMALL_ANGLE`] (see [`small_from`]).
+    small_from: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -279,7 +284,7 @@ enum Kind<'a> {
 }
 
 /// The exact angles `f64(p) · f64(ω_j)` of the block at pair `j` (padded frequencies `w`), as
-/// two f64 halves: what [`Source::cos_sin`] and [`Source::cos_sin2`] reduce.
+/// two f64 halves: what [`Source::reduced`] and [`Source::cos_sin2`] reduce.
 #[inline(always)]
 fn exact<S: Simd>(s: S, p: i32, w: &[f32], j: usize) -> (S::D, S::D) {
     let p = s.dsplat(p as f64);
@@ -288,6 +293,45 @@ fn exact<S: Simd>(s: S, p: i32, w: &[f32], j: usize) -> (S::D, S::D) {
         s.dmul(p, s.load_widen(&w[j..])),
         s.dmul(p, s.load_widen(&w[j + h..])),
     )
+}
+
+/// Where a call's small blocks start: the first pair of the trailing blocks (whole vectors of
+/// the padded frequencies `w`) whose every angle `p·ω`, over every position of the call, is
+/// below [`SMALL_ANGLE`] in magnitude; the padded end when there are none. The reference tier
+/// has none (it keeps the plain reduction, so the differential tests check the short path
+/// against it), nor do positions past 2^24, where `f32(p)` is no longer `p`.
+///
+/// Such a block reduces to itself (`trig::SMALL_ANGLE`): its sin and cos are the polynomial of
+/// the angle rounded to f32, and for `|p| ≤ 2^24` that rounding is the f32 product `f32(p)·ω`
+/// (one rounding of the exact product, as narrowing the exact f64 product is). So the block
+/// needs no f64 arithmetic, no reduction and no quadrant, and gives the same bits. Real
+/// rotary embeddings have many: the low frequencies stay small over a whole prompt, the more
+/// so with the large bases of long-context models.
+///
+/// Decided once per call from its largest position, never per block: a test per block, on
+/// its angles or on a scalar of them, cost decode steps deep in a context (which have few or
+/// no small blocks) more than it saved (`cargo bench --bench rope -- fill_cos_sin`, the
+/// `decode` rows; `benches/LOG.md`). The scan below stops at the first block that is not
+/// small, from the end, so it works for frequencies in any order.
+#[inline(always)]
+fn small_from<S: Simd>(w: &[f32], pos: &[i32], half: usize) -> usize {
+    let l = S::LANES;
+    let end = half.next_multiple_of(l);
+    let pmax = pos.iter().map(|p| p.unsigned_abs()).max().unwrap_or(0);
+    if S::REFERENCE || pmax > 1 << 24 {
+        return end;
+    }
+    // Exact in f64: a position of at most 25 bits times an f32. A NaN frequency compares
+    // false, so its block is never small.
+    let pm = f64::from(pmax);
+    let mut j = end;
+    while j >= l
+        && w.get(j - l..j)
+            .is_some_and(|b| b.iter().all(|&x| pm * f64::from(x.abs()) < SMALL_ANGLE))
+    {
+        j -= l;
+    }
+    j
 }
 
 /// `inv_freq` zero-padded to whole vectors, for rotary dims that are not a whole number of
@@ -305,7 +349,7 @@ impl<'a, S: Simd> Source<'a, S> {
         half: usize,
         scratch: &'a mut MaybeUninit<Padded>,
     ) -> Self {
-        let (kind, cs, ss) = match *angles {
+        let (kind, cs, ss, small) = match *angles {
             Angles::Freq {
                 inv_freq,
                 positions,
@@ -321,9 +365,16 @@ impl<'a, S: Simd> Source<'a, S> {
                     buf[..half].copy_from_slice(w);
                     &buf[..]
                 };
+                let mut small = usize::MAX;
                 let kind = match positions {
-                    Positions::Plain(pos) if f32_angle => Kind::F32 { w, pos },
-                    Positions::Plain(pos) => Kind::Exact { w, pos },
+                    Positions::Plain(pos) => {
+                        small = small_from::<S>(w, pos, half);
+                        if f32_angle {
+                            Kind::F32 { w, pos }
+                        } else {
+                            Kind::Exact { w, pos }
+                        }
+                    }
                     Positions::Axes { pos, n_axes, axis } => Kind::Axes {
                         w,
                         pos,
@@ -332,9 +383,9 @@ impl<'a, S: Simd> Source<'a, S> {
                         f32_angle,
                     },
                 };
-                (kind, cs, ss)
+                (kind, cs, ss, small)
             }
-            Angles::Table { cos, sin, cs, ss } => (Kind::Table { cos, sin }, cs, ss),
+            Angles::Table { cos, sin, cs, ss } => (Kind::Table { cos, sin }, cs, ss, usize::MAX),
         };
         Source {
             kind,
@@ -342,6 +393,7 @@ impl<'a, S: Simd> Source<'a, S> {
             cs: s.splat(cs),
             ss: s.splat(ss),
             unit: cs == 1.0 && ss == 1.0,
+            small_from: small,
         }
     }
 
@@ -356,6 +408,28 @@ impl<'a, S: Simd> Source<'a, S> {
     /// `t`; lanes past `half` are padding.
     #[inline(always)]
     pub(crate) fn cos_sin(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
+        if j >= self.small_from {
+            self.small(s, t, j)
+        } else {
+            self.reduced(s, t, j)
+        }
+    }
+
+    /// [`Source::cos_sin`] of a small block (see [`small_from`]): the polynomial of the f32
+    /// products `f32(p)·ω`.
+    #[inline(always)]
+    fn small(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
+        let (Kind::Exact { w, pos } | Kind::F32 { w, pos }) = self.kind else {
+            return self.reduced(s, t, j);
+        };
+        let r = s.mul(s.splat(pos[t] as f32), s.load(&w[j..]));
+        let (sn, c) = sin_cos_small(s, r);
+        (s.mul(c, self.cs), s.mul(sn, self.ss))
+    }
+
+    /// [`Source::cos_sin`] through the range reduction (or a caller's table).
+    #[inline(always)]
+    fn reduced(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
         let (l, h) = (S::LANES, S::LANES / 2);
         // The angles of the block as two f64 halves; one `sin_cos` below serves every source
         // (each inlined copy of it is code and, in debug builds, stack).
@@ -406,12 +480,14 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// [`Source::cos_sin`] of the two blocks at pairs `j` and `j + LANES` (both inside the
-    /// padded frequencies): computed together ([`sin_cos2`]) for exact angles, one after the
-    /// other for every other source.
+    /// padded frequencies): computed together ([`sin_cos2`]) for exact angles that are not
+    /// both small, one after the other otherwise.
     #[inline(always)]
     fn cos_sin2(&self, s: S, t: usize, j: usize) -> [(S::F, S::F); 2] {
         let l = S::LANES;
-        if let Kind::Exact { w, pos } = self.kind {
+        if let Kind::Exact { w, pos } = self.kind
+            && j + l < self.small_from
+        {
             let ((a0, a1), (a2, a3)) = (exact(s, pos[t], w, j), exact(s, pos[t], w, j + l));
             let [(s0, c0), (s1, c1)] = sin_cos2(s, [a0, a1, a2, a3]);
             return [

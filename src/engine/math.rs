@@ -84,6 +84,13 @@ fn poly<S: Simd>(s: S, r: S::F, z: S::F) -> (S::F, S::F) {
     (sn, c)
 }
 
+/// `(sin, cos)` of f32 angles below `trig::SMALL_ANGLE` in magnitude: `trig::sin_cos` of
+/// them, which reduces such an angle to itself in quadrant 0, so only the polynomial is left.
+#[inline(always)]
+pub(crate) fn sin_cos_small<S: Simd>(s: S, r: S::F) -> (S::F, S::F) {
+    poly(s, r, s.mul(r, r))
+}
+
 /// `(sin, cos)` of `LANES` f64 angles given as two halves, as f32: `trig::sin_cos` per lane.
 #[inline(always)]
 pub(crate) fn sin_cos<S: Simd>(s: S, lo: S::D, hi: S::D) -> (S::F, S::F) {
