@@ -784,3 +784,48 @@ fn equal_axes_are_apply_under_every_rounding_mode() {
         }
     }
 }
+
+/// The cos/sin of image tokens near the start of a prompt, whose low frequencies' angles are
+/// small enough that the vector tiers skip their range reduction (each pair at its own axis's
+/// position), are the reference tier's bit for bit on every backend: blocked and interleaved
+/// sections, under every rounding mode (the HF modes form the f32 product), in calls whose
+/// largest position leaves many small blocks and in a call that leaves few.
+#[test]
+fn small_angles_of_image_tokens_are_the_reference_bitwise() {
+    // A 6 × 10 patch image at t = 2 after two text tokens, then text again.
+    let mut image: Vec<[i32; 3]> = vec![[0; 3], [1; 3]];
+    for h in 0..6 {
+        for w in 0..10 {
+            image.push([2, 2 + h, 2 + w]);
+        }
+    }
+    image.push([12; 3]);
+    let mut far = image.clone();
+    far.push([900, 905, 911]);
+    for axes in [
+        Axes::MRope {
+            sections: [16, 24, 24],
+        },
+        Axes::MRopeInterleaved {
+            sections: [24, 20, 20],
+        },
+    ] {
+        for rounding in [Rounding::Once, Rounding::HfEager, Rounding::HfUpcast] {
+            let rope = Rope::new(&RopeConfig::new(128, 1e6, Layout::RotateHalf).axes(axes))
+                .unwrap()
+                .with_rounding(rounding);
+            for pos in [&image, &far] {
+                let table = |b: Backend| {
+                    let rope = rope.with_backend(b).unwrap();
+                    let mut buf = vec![f32::NAN; rope.table_len(pos.len())];
+                    rope.table_axes(pos, &mut buf).unwrap();
+                    buf.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                let want = table(Backend::Scalar);
+                for b in Backend::available() {
+                    assert!(table(b) == want, "{b:?} {axes:?} {rounding:?}");
+                }
+            }
+        }
+    }
+}

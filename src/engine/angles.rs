@@ -365,16 +365,9 @@ impl<'a, S: Simd> Source<'a, S> {
                     buf[..half].copy_from_slice(w);
                     &buf[..]
                 };
-                let mut small = usize::MAX;
                 let kind = match positions {
-                    Positions::Plain(pos) => {
-                        small = small_from::<S>(w, pos, half);
-                        if f32_angle {
-                            Kind::F32 { w, pos }
-                        } else {
-                            Kind::Exact { w, pos }
-                        }
-                    }
+                    Positions::Plain(pos) if f32_angle => Kind::F32 { w, pos },
+                    Positions::Plain(pos) => Kind::Exact { w, pos },
                     Positions::Axes { pos, n_axes, axis } => Kind::Axes {
                         w,
                         pos,
@@ -383,7 +376,9 @@ impl<'a, S: Simd> Source<'a, S> {
                         f32_angle,
                     },
                 };
-                (kind, cs, ss, small)
+                // Every position of the call, of every axis under M-RoPE.
+                let (Positions::Plain(pos) | Positions::Axes { pos, .. }) = positions;
+                (kind, cs, ss, small_from::<S>(w, pos, half))
             }
             Angles::Table { cos, sin, cs, ss } => (Kind::Table { cos, sin }, cs, ss, usize::MAX),
         };
@@ -416,13 +411,28 @@ impl<'a, S: Simd> Source<'a, S> {
     }
 
     /// [`Source::cos_sin`] of a small block (see [`small_from`]): the polynomial of the f32
-    /// products `f32(p)·ω`.
+    /// products `f32(p)·ω`, with each pair's own axis position under M-RoPE.
     #[inline(always)]
     fn small(&self, s: S, t: usize, j: usize) -> (S::F, S::F) {
-        let (Kind::Exact { w, pos } | Kind::F32 { w, pos }) = self.kind else {
-            return self.reduced(s, t, j);
+        let (w, p) = match self.kind {
+            Kind::Exact { w, pos } | Kind::F32 { w, pos } => (w, s.splat(pos[t] as f32)),
+            Kind::Axes {
+                w,
+                pos,
+                n_axes,
+                axis,
+                ..
+            } => {
+                let row = &pos[t * n_axes..(t + 1) * n_axes];
+                let mut pp = [0.0f32; MAX_LANES];
+                for (i, p) in pp[..S::LANES.min(self.half - j)].iter_mut().enumerate() {
+                    *p = row[axis[j + i] as usize] as f32;
+                }
+                (w, s.load(&pp[..]))
+            }
+            Kind::Table { .. } => return self.reduced(s, t, j),
         };
-        let r = s.mul(s.splat(pos[t] as f32), s.load(&w[j..]));
+        let r = s.mul(p, s.load(&w[j..]));
         let (sn, c) = sin_cos_small(s, r);
         (s.mul(c, self.cs), s.mul(sn, self.ss))
     }
