@@ -308,11 +308,12 @@ fn exact<S: Simd>(s: S, p: i32, w: &[f32], j: usize) -> (S::D, S::D) {
 /// rotary embeddings have many: the low frequencies stay small over a whole prompt, the more
 /// so with the large bases of long-context models.
 ///
-/// Decided once per call from its largest position, never per block: a test per block, on
-/// its angles or on a scalar of them, cost decode steps deep in a context (which have few or
-/// no small blocks) more than it saved (`cargo bench --bench rope -- fill_cos_sin`, the
-/// `decode` rows; `benches/LOG.md`). The scan below stops at the first block that is not
-/// small, from the end, so it works for frequencies in any order.
+/// Decided once per call from its largest position, so that a block only compares its first
+/// pair with the result: testing each block's own angles (as a vector, or one of them as a
+/// scalar) cost decode steps deep in a context (which have few or no small blocks) more than
+/// it saved (`cargo bench --bench rope -- fill_cos_sin`, the `decode` rows; `benches/LOG.md`).
+/// The scan below goes from the last block and stops at the first that is not small, so it
+/// holds for frequencies in any order.
 #[inline(always)]
 fn small_from<S: Simd>(w: &[f32], pos: &[i32], half: usize) -> usize {
     let l = S::LANES;
