@@ -5,9 +5,10 @@
 //!
 //! ```text
 //! exact (posenc's contract):  θ = f64(p) · f64(ω_j)  (exact: 31 + 24 bits), sin/cos in math.rs
-//!                             (a call's small blocks, all |θ| < 0.77: f32(p)·ω_j, no reduction)
 //! HF parity (f32_angle):      θ = f64(f32(p) · ω_j)  (the f32 product torch forms)
 //! M-RoPE axes:                p = the position of pair j's axis
+//! a call's small blocks:      every |θ| < 0.77 for each of the three above: θ = f32(p)·ω_j,
+//!                             no reduction, the same bits (see `small_from`)
 //! caller tables:              cos/sin loaded as they are
 //! then                        cos·cs, sin·ss (attention factor; −1/m for the inverse)
 //!                             rounded to the storage type under the HF rounding modes
