@@ -436,7 +436,7 @@ impl<'a, S: Simd> Source<'a, S> {
         };
         let r = s.mul(p, s.load(&w[j..]));
         let (sn, c) = sin_cos_small(s, r);
-        (s.mul(c, self.cs), s.mul(sn, self.ss))
+        self.scaled(s, c, sn)
     }
 
     /// [`Source::cos_sin`] through the range reduction (or a caller's table).
@@ -488,7 +488,19 @@ impl<'a, S: Simd> Source<'a, S> {
             Kind::Table { cos, sin } => return self.table_block(s, cos, sin, t, j),
         };
         let (sn, c) = sin_cos(s, lo, hi);
-        (s.mul(c, self.cs), s.mul(sn, self.ss))
+        self.scaled(s, c, sn)
+    }
+
+    /// Computed cos and sin times the scales (`cs`, `ss`): as they are when both scales are 1,
+    /// the common case, which saves two multiplies a block (arithmetic never makes a
+    /// signalling NaN, so the multiply by 1 would leave every bit as it is).
+    #[inline(always)]
+    fn scaled(&self, s: S, c: S::F, sn: S::F) -> (S::F, S::F) {
+        if self.unit {
+            (c, sn)
+        } else {
+            (s.mul(c, self.cs), s.mul(sn, self.ss))
+        }
     }
 
     /// [`Source::cos_sin`] of the two blocks at pairs `j` and `j + LANES` (both inside the
@@ -502,10 +514,7 @@ impl<'a, S: Simd> Source<'a, S> {
         {
             let ((a0, a1), (a2, a3)) = (exact(s, pos[t], w, j), exact(s, pos[t], w, j + l));
             let [(s0, c0), (s1, c1)] = sin_cos2(s, [a0, a1, a2, a3]);
-            return [
-                (s.mul(c0, self.cs), s.mul(s0, self.ss)),
-                (s.mul(c1, self.cs), s.mul(s1, self.ss)),
-            ];
+            return [self.scaled(s, c0, s0), self.scaled(s, c1, s1)];
         }
         [self.cos_sin(s, t, j), self.cos_sin(s, t, j + l)]
     }

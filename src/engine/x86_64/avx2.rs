@@ -103,18 +103,23 @@ impl Simd for Avx2 {
     fn quadrant(self, ylo: __m256d, yhi: __m256d, s: __m256, c: __m256) -> (__m256, __m256) {
         // SAFETY: an `Avx2` token exists only on a CPU with AVX2, FMA and F16C (`Avx2::new`).
         unsafe {
-            // The low dword of each f64 lane holds k's low bits: gather them into 8 i32 lanes.
-            let idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-            let ql = _mm256_permutevar8x32_epi32(_mm256_castpd_si256(ylo), idx);
-            let qh = _mm256_permutevar8x32_epi32(_mm256_castpd_si256(yhi), idx);
-            let q = _mm256_permute2x128_si256::<0x20>(ql, qh);
+            // The low dword of each f64 lane holds k's low bits. `vshufps` takes dwords 0 and 2
+            // of each 128-bit lane of `ylo` and of `yhi` (lanes 0, 1, 4, 5 | 2, 3, 6, 7 of k);
+            // `vpermpd` puts the 64-bit pairs back in order.
+            let mixed =
+                _mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castpd_ps(ylo), _mm256_castpd_ps(yhi));
+            let q = _mm256_castpd_si256(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(
+                mixed,
+            )));
             // blendv reads the sign bit: k odd ⇔ bit 0, moved to bit 31.
             let odd = _mm256_castsi256_ps(_mm256_slli_epi32::<31>(q));
             let (s2, c2) = (_mm256_blendv_ps(s, c, odd), _mm256_blendv_ps(c, s, odd));
+            // Bit 1 of k (sin's sign) and of k + 1 (cos's) shifted to the sign bit, where
+            // `(k + 1) << 30 = (k << 30) + (1 << 30)`.
             let sign = _mm256_set1_epi32(i32::MIN);
-            let sn = _mm256_and_si256(_mm256_slli_epi32::<30>(q), sign);
-            let q1 = _mm256_add_epi32(q, _mm256_set1_epi32(1));
-            let cn = _mm256_and_si256(_mm256_slli_epi32::<30>(q1), sign);
+            let ks = _mm256_slli_epi32::<30>(q);
+            let sn = _mm256_and_si256(ks, sign);
+            let cn = _mm256_and_si256(_mm256_add_epi32(ks, _mm256_set1_epi32(1 << 30)), sign);
             (
                 _mm256_xor_ps(s2, _mm256_castsi256_ps(sn)),
                 _mm256_xor_ps(c2, _mm256_castsi256_ps(cn)),

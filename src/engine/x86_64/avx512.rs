@@ -145,22 +145,33 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     fn quadrant(self, ylo: __m512d, yhi: __m512d, s: __m512, c: __m512) -> (__m512, __m512) {
         // SAFETY: an `Avx512` token exists only on a CPU with AVX-512F, AVX2, FMA and F16C (`Avx512::new`).
         unsafe {
-            // The low dword of each f64 lane holds k's low bits (vpmovqd truncates to it).
-            let ql = _mm512_cvtepi64_epi32(_mm512_castpd_si512(ylo));
-            let qh = _mm512_cvtepi64_epi32(_mm512_castpd_si512(yhi));
-            let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(ql), qh);
+            // The low dword of each f64 lane holds k's low bits: the even dwords of `ylo` then
+            // of `yhi` (indices 0..15 pick from `ylo`, 16..31 from `yhi`), in one permute.
+            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            let q =
+                _mm512_permutex2var_epi32(_mm512_castpd_si512(ylo), even, _mm512_castpd_si512(yhi));
             let odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
             let (s2, c2) = (
                 _mm512_mask_blend_ps(odd, s, c),
                 _mm512_mask_blend_ps(odd, c, s),
             );
+            // Bit 1 of k (sin's sign) and of k + 1 (cos's) shifted to the sign bit, where
+            // `(k + 1) << 30 = (k << 30) + (1 << 30)`; each is masked to the sign bit and
+            // xored in by one `vpternlogd` (0x78: a ^ (b & c)).
             let sign = _mm512_set1_epi32(i32::MIN);
-            let sn = _mm512_and_si512(_mm512_slli_epi32::<30>(q), sign);
-            let q1 = _mm512_add_epi32(q, _mm512_set1_epi32(1));
-            let cn = _mm512_and_si512(_mm512_slli_epi32::<30>(q1), sign);
+            let ks = _mm512_slli_epi32::<30>(q);
+            let k1s = _mm512_add_epi32(ks, _mm512_set1_epi32(1 << 30));
             (
-                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(s2), sn)),
-                _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(c2), cn)),
+                _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0x78>(
+                    _mm512_castps_si512(s2),
+                    ks,
+                    sign,
+                )),
+                _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0x78>(
+                    _mm512_castps_si512(c2),
+                    k1s,
+                    sign,
+                )),
             )
         }
     }
