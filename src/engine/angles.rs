@@ -56,6 +56,17 @@ pub(crate) struct Tab {
     s: MaybeUninit<[f32; TAB]>,
 }
 
+/// How a [`Tab`] holds a chunk: laid out as its doc says (`Plain`), split (`Split`, see
+/// there), or, interleaved, *compact* like a caller's row (`Compact`: one entry per pair,
+/// unexpanded, read through [`Tab::rows_as`] and expanded in registers by
+/// [`Rows::il_vectors`]). For rotate_half, `Compact` is `Plain`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    Plain,
+    Split,
+    Compact,
+}
+
 impl Tab {
     #[inline(always)]
     pub(crate) fn new() -> Tab {
@@ -68,10 +79,17 @@ impl Tab {
     /// Where the rotation reads this table's entries.
     #[inline(always)]
     pub(crate) fn rows(&self) -> Rows {
+        self.rows_as(false)
+    }
+
+    /// Where the rotation reads this table's entries when the table is `compact` (an
+    /// interleaved chunk written in [`Form::Compact`]), else as [`Tab::rows`].
+    #[inline(always)]
+    pub(crate) fn rows_as(&self, compact: bool) -> Rows {
         Rows {
             c: self.c.as_ptr().cast(),
             s: self.s.as_ptr().cast(),
-            compact: false,
+            compact,
         }
     }
 
@@ -136,11 +154,12 @@ impl Tab {
     }
 }
 
-/// A chunk's cos and sin where a rotation reads them: a `Tab`'s arrays ([`Tab::rows`]), or a
-/// token's row of a caller's table that needs no scaling, read where it lies
+/// A chunk's cos and sin where a rotation reads them: a `Tab`'s arrays ([`Tab::rows_as`]), or
+/// a token's row of a caller's table that needs no scaling, read where it lies
 /// ([`Source::row`]). A rotate_half row is laid out as a `Tab`; an interleaved one is
-/// *compact*, one entry per pair, and [`Rows::il_vectors`] expands it in registers as
-/// [`Source::put_block`] expands a block into a `Tab`.
+/// *compact*, one entry per pair (as a `Tab` in [`Form::Compact`] is), and
+/// [`Rows::il_vectors`] expands it in registers as [`Source::put_block`] expands a block into
+/// a `Tab`.
 #[derive(Clone, Copy)]
 pub(crate) struct Rows {
     c: *const f32,
@@ -529,15 +548,15 @@ impl<'a, S: Simd> Source<'a, S> {
         j0: usize,
         b: usize,
         tab: &mut Tab,
-        split: bool,
+        form: Form,
     ) {
         let [(c0, s0), (c1, s1)] = self.cos_sin2(s, t, j0 + b * S::LANES);
-        Self::put_block::<T, IL, ONCE>(s, b, c0, s0, tab, split);
-        Self::put_block::<T, IL, ONCE>(s, b + 1, c1, s1, tab, split);
+        Self::put_block::<T, IL, ONCE>(s, b, c0, s0, tab, form);
+        Self::put_block::<T, IL, ONCE>(s, b + 1, c1, s1, tab, form);
     }
 
     /// Block `b` (pairs `j0 + b·LANES ..`) of token `t`'s table for the chunk starting at
-    /// pair `j0`, laid out for the layout (`IL`: interleaved; `split`: a split table) and,
+    /// pair `j0`, laid out for the layout (`IL`: interleaved) in the table's `form` and,
     /// under the HF modes (`ONCE` false: `engine::rope` instantiates it for those modes only),
     /// rounded to `T` as HF rounds cos/sin to the model dtype.
     #[inline(always)]
@@ -548,10 +567,10 @@ impl<'a, S: Simd> Source<'a, S> {
         j0: usize,
         b: usize,
         tab: &mut Tab,
-        split: bool,
+        form: Form,
     ) {
         let (c, sn) = self.cos_sin(s, t, j0 + b * S::LANES);
-        Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, split);
+        Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, form);
     }
 
     /// Blocks `b0 .. blocks` of token `t`'s table, as [`Source::block`] computes them, when
@@ -570,14 +589,14 @@ impl<'a, S: Simd> Source<'a, S> {
         b0: usize,
         blocks: usize,
         tab: &mut Tab,
-        split: bool,
+        form: Form,
     ) -> bool {
         let Kind::Table { cos, sin } = self.kind else {
             return false;
         };
         for b in b0..blocks {
             let (c, sn) = self.table_block(s, cos, sin, t, j0 + b * S::LANES);
-            Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, split);
+            Self::put_block::<T, IL, ONCE>(s, b, c, sn, tab, form);
         }
         true
     }
@@ -643,7 +662,7 @@ impl<'a, S: Simd> Source<'a, S> {
         mut c: S::F,
         mut sn: S::F,
         tab: &mut Tab,
-        split: bool,
+        form: Form,
     ) {
         let k = b * S::LANES;
         if !ONCE {
@@ -653,13 +672,15 @@ impl<'a, S: Simd> Source<'a, S> {
         // (Only bf16 tables under posenc's rounding are ever split, on a tier that streams
         // them so: a constant, which keeps the test and the split writes out of every other
         // kernel's angle blocks.)
-        if const { S::SPLIT_BF16_STREAM && ONCE && matches!(T::DTYPE, Dtype::Bf16) } && split {
+        if const { S::SPLIT_BF16_STREAM && ONCE && matches!(T::DTYPE, Dtype::Bf16) }
+            && form == Form::Split
+        {
             if IL {
                 tab.put(s, k, c, sn);
             } else {
                 tab.put_split(s, b, c, sn);
             }
-        } else if IL {
+        } else if IL && form != Form::Compact {
             let [(c0, s0), (c1, s1)] = expand_il(s, c, sn);
             tab.put(s, 2 * k, c0, s0);
             tab.put(s, 2 * k + S::LANES, c1, s1);

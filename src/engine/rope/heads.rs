@@ -747,9 +747,9 @@ impl<S: Simd> Run<'_, S> {
     }
 
     /// A whole window's table in registers, `NV` vector pairs `(c[v], s[v])`: vector `v`'s
-    /// (interleaved: expanded, from a caller's compact row too). With `SKEW`, the vectors
-    /// start `SKEW` values into the window and the last pair holds the two end pieces' table
-    /// (see [`Run::resident`]).
+    /// (interleaved: expanded, from a compact row too, a caller's or a `Tab`'s). With `SKEW`,
+    /// the vectors start `SKEW` values into the window and the last pair holds the two end
+    /// pieces' table (see [`Run::resident`]).
     ///
     /// # Safety
     /// `tab` holds the table of every pair of the window, `NV · LANES` is `half` (rotate_half)

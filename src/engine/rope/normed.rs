@@ -24,7 +24,7 @@ use super::heads::paired;
 use super::norm::NORM_GROUP;
 use super::run::{Pre, Run, alternate};
 use crate::element::Element;
-use crate::engine::angles::Tab;
+use crate::engine::angles::{Form, Tab};
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::{Simd, apart};
 
@@ -133,7 +133,7 @@ impl<S: Simd> Run<'_, S> {
                 }
             }
             if row.is_none() {
-                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, Form::Plain));
             }
         }
     }

@@ -3,7 +3,7 @@
 //! one is rotated. Every other file of the driver adds methods to [`Run`].
 
 use crate::element::Element;
-use crate::engine::angles::{CHUNK, Rows, Source, Tab};
+use crate::engine::angles::{CHUNK, Form, Rows, Source, Tab};
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::{Simd, apart};
 use crate::types::{Rounding, View};
@@ -31,8 +31,8 @@ pub(super) struct Pending<'a> {
     pub(super) done: usize,
     pub(super) blocks: usize,
     pub(super) tab: &'a mut Tab,
-    /// Whether the table is laid out split (see [`Tab`]).
-    pub(super) split: bool,
+    /// How the table holds the item (see [`Form`]).
+    pub(super) form: Form,
 }
 
 /// What a normalised head is multiplied by: `r` (splat) and the weights of its channels
@@ -62,10 +62,10 @@ impl<S: Simd> Run<'_, S> {
         (t, j0, CHUNK.min(self.half - j0))
     }
 
-    /// The table of item `i`, nothing computed yet (no blocks past the last item), laid out
-    /// split when `split` (see [`Tab`]).
+    /// The table of item `i`, nothing computed yet (no blocks past the last item), to be held
+    /// in `form`.
     #[inline(always)]
-    pub(super) fn pending<'t>(&self, i: usize, tab: &'t mut Tab, split: bool) -> Pending<'t> {
+    pub(super) fn pending<'t>(&self, i: usize, tab: &'t mut Tab, form: Form) -> Pending<'t> {
         if i >= self.tokens * self.chunks {
             return Pending {
                 t: 0,
@@ -73,7 +73,7 @@ impl<S: Simd> Run<'_, S> {
                 done: 0,
                 blocks: 0,
                 tab,
-                split,
+                form,
             };
         }
         let (t, j0, n) = self.item(i);
@@ -83,7 +83,7 @@ impl<S: Simd> Run<'_, S> {
             done: 0,
             blocks: n.div_ceil(S::LANES),
             tab,
-            split,
+            form,
         }
     }
 
@@ -96,7 +96,7 @@ impl<S: Simd> Run<'_, S> {
         if next.done < next.blocks {
             apart!(
                 self.src
-                    .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.split)
+                    .block::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.form)
             );
             next.done += 1;
         }
@@ -125,9 +125,8 @@ impl<S: Simd> Run<'_, S> {
         self.table_rest::<T, IL, ONCE>(next);
         while next.done + 1 < next.blocks {
             apart!(
-                self.src.block2::<T, IL, ONCE>(
-                    self.s, next.t, next.j0, next.done, next.tab, next.split
-                )
+                self.src
+                    .block2::<T, IL, ONCE>(self.s, next.t, next.j0, next.done, next.tab, next.form)
             );
             next.done += 2;
         }
@@ -146,7 +145,7 @@ impl<S: Simd> Run<'_, S> {
                 next.done,
                 next.blocks,
                 next.tab,
-                next.split,
+                next.form,
             ))
         {
             next.done = next.blocks;

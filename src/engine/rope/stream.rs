@@ -6,7 +6,7 @@ use super::heads::{skewable, split_stream, twos};
 use super::norm::{NORM_GROUP, scale};
 use super::run::{Pending, Pre, Run, alternate};
 use crate::element::{Dtype, Element};
-use crate::engine::angles::{Rows, Tab};
+use crate::engine::angles::{Form, Rows, Tab};
 use crate::engine::job::{NormKind, Target};
 use crate::engine::vector::{Simd, apart};
 
@@ -89,7 +89,8 @@ impl<S: Simd> Run<'_, S> {
         let split = const { split_stream::<S, I, O, ONCE, WHOLE>() }
             && !(4 * nv <= S::REGISTERS && holds::<S, I>(nv))
             && self.splits::<IL>();
-        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], split));
+        let form = if split { Form::Split } else { Form::Plain };
+        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], form));
         let single = self.tokens == 1;
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
@@ -142,7 +143,7 @@ impl<S: Simd> Run<'_, S> {
         }
         for i in 0..items {
             let (cur, nxt) = alternate(&mut tabs, i);
-            let mut next = self.pending(i + 1, nxt, split);
+            let mut next = self.pending(i + 1, nxt, form);
             let (t, j0, n) = self.item(i);
             for target in targets.iter_mut() {
                 let (x, _) = target.src();
@@ -329,7 +330,16 @@ impl<S: Simd> Run<'_, S> {
             // is laid out as `next` is (every item's table of a call is, split or not).
             apart!(unsafe {
                 self.rotate::<I, O, IL, ONCE, WHOLE, false, H>(
-                    p, q, heads.ps, heads.qs, j0, n, cur, pre, skewed, next.split,
+                    p,
+                    q,
+                    heads.ps,
+                    heads.qs,
+                    j0,
+                    n,
+                    cur,
+                    pre,
+                    skewed,
+                    next.form == Form::Split,
                 )
             });
             self.advance::<I, IL, ONCE>(next);
@@ -474,7 +484,15 @@ impl<S: Simd> Run<'_, S> {
             _ => None,
         };
         // Each token's table: a caller's row read where it lies (`Run::direct_row`), else
-        // `tabs`, the next one completed after the token's heads.
+        // `tabs`, the next one completed after the token's heads. On the 8-lane x86 tier,
+        // interleaved tables this loop computes (every one after token 0's, which the caller
+        // made) are compact: each token's table is loaded once (`Run::held`), so expanding it
+        // there, as a caller's compact row is, stores and loads half the entries of an
+        // expanded `Tab` for the same shuffles (`cargo bench --bench ratio` with
+        // `POSENC_BENCH_BACKEND=avx2`, the interleaved apply column). On AVX-512 the calls 16
+        // bytes past a line lost more than the aligned ones gained (`benches/LOG.md`).
+        let compact = IL && SKEW == 0 && const { x86_vector::<S>() && S::LANES == 8 };
+        let form = if compact { Form::Compact } else { Form::Plain };
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             let groups =
                 !in_cache && const { between::<S, I, O, IL, ONCE, NV>() } && self.src.computes();
@@ -482,14 +500,15 @@ impl<S: Simd> Run<'_, S> {
                 let (cur, nxt) = alternate(tabs, t);
                 let (p, q) = (p.wrapping_add(t * pts), q.wrapping_add(t * qts));
                 let row = self.direct_row::<IL, ONCE, SKEW>(t);
+                let computed = cur.rows_as(compact && t > 0);
                 if row.is_some() || !groups {
                     let rows = match row {
                         Some(row) => row,
-                        None => cur.rows(),
+                        None => computed,
                     };
                     // SAFETY: heads `0 .. n_heads` of token `first + t` are windows proven in
                     // bounds in both buffers (`in_bounds`); `rows` holds the token's table
-                    // (laid out as a `Tab`); the rest as below.
+                    // (laid out as a `Tab`, or compact as `rows` says); the rest as below.
                     unsafe {
                         self.token_heads::<I, O, IL, ONCE, NV, SKEW>(
                             p,
@@ -505,12 +524,12 @@ impl<S: Simd> Run<'_, S> {
                         self.next_table::<I, O, IL, ONCE, SKEW>(&mut self.pending(
                             t + 1,
                             nxt,
-                            false,
+                            form,
                         ));
                     }
                     continue;
                 }
-                let mut next = self.pending(t + 1, nxt, false);
+                let mut next = self.pending(t + 1, nxt, form);
                 let per = nh.div_ceil(next.blocks.max(1));
                 let mut h = 0;
                 while h < nh {
@@ -524,7 +543,7 @@ impl<S: Simd> Run<'_, S> {
                             phs,
                             qhs,
                             n,
-                            cur.rows(),
+                            computed,
                         )
                     };
                     h += n;
@@ -587,7 +606,7 @@ impl<S: Simd> Run<'_, S> {
                 }
             }
             if row.is_none() {
-                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, false));
+                self.complete::<I, IL, ONCE>(&mut self.pending(t + 1, nxt, Form::Plain));
             }
         }
     }
