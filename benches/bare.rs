@@ -31,7 +31,13 @@
 //! table (one cos and one sin per pair, in `vshufps` order), split two head vectors into their
 //! even and odd values, rotate those as rotate_half pairs and interleave them back (a table
 //! vector per two head vectors, four shuffles; once per head or once for two heads);
-//! `posenc_*` are `Rope::apply` from a `Rope::table` on the AVX2 backend.
+//! `il_dup` reads a pair-interleaved table (`[c0, s0, c1, s1, …]`, one table vector per head
+//! vector) and duplicates it in registers with `il_one`'s rounding (`vmovsldup`, `vmovshdup`
+//! and an xor for the sines' signs: three more operations per vector than `il_one`, one load
+//! fewer); `touch_expanded` is no rotation but the memory work of an expanded table (two table
+//! vectors per head vector) with one multiply-add per vector, the least any loop that reads
+//! an expanded table does; `posenc_*` are `Rope::apply` from a `Rope::table` on the AVX2
+//! backend.
 //!
 //! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
 //! same path: posenc reads such a table's rows where they lie.
@@ -547,6 +553,46 @@ mod avx2 {
         }
     }
 
+    /// Interleaved from a pair-interleaved table (`[c0, s0, c1, s1, …]` per token, one table
+    /// vector per head vector): `vmovsldup` / `vmovshdup` duplicate the cos and sin of each
+    /// pair and an xor signs the sines, so each value gets `il_one`'s operations (the cosine
+    /// product rounded, the sine one fused); a table vector loaded once per head.
+    #[target_feature(enable = "avx2,fma")]
+    fn il_dup(x: &mut [f32], tab: &[f32], heads: usize) {
+        let sign = _mm256_setr_ps(-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0);
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
+            for head in tok.chunks_exact_mut(D) {
+                for v in 0..D / 8 {
+                    // SAFETY: `row` is `D` values; `8v + 8 <= D`.
+                    let t = unsafe { _mm256_loadu_ps(row[8 * v..].as_ptr()) };
+                    let c = _mm256_moveldup_ps(t);
+                    let s = _mm256_xor_ps(_mm256_movehdup_ps(t), sign);
+                    il_vector(head, v, c, s);
+                }
+            }
+        }
+    }
+
+    /// Not a rotation: the memory work of an expanded interleaved table (two table vectors
+    /// per head vector, loaded once per head) with one multiply-add per vector, the ceiling's
+    /// arithmetic: `x·t0 + t1`, `t0`/`t1` the vectors of an expanded table (`touch_expanded`).
+    #[target_feature(enable = "avx2,fma")]
+    fn touch_expanded(x: &mut [f32], tab: &[f32], heads: usize) {
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
+            for head in tok.chunks_exact_mut(D) {
+                for v in 0..D / 8 {
+                    // SAFETY: `row` is `2·D` values and each head `D`; `8v + 8 <= D`.
+                    unsafe {
+                        let t0 = _mm256_loadu_ps(row[8 * v..].as_ptr());
+                        let t1 = _mm256_loadu_ps(row[D + 8 * v..].as_ptr());
+                        let p = head[8 * v..8 * v + 8].as_mut_ptr();
+                        _mm256_storeu_ps(p, _mm256_fmadd_ps(_mm256_loadu_ps(p), t0, t1));
+                    }
+                }
+            }
+        }
+    }
+
     pub fn main() {
         if !is_x86_feature_detected!("avx2") || !is_x86_feature_detected!("fma") {
             println!("bare: needs AVX2 and FMA; this CPU has not got them");
@@ -586,6 +632,13 @@ mod avx2 {
         }
         let mut b_sp = vec![];
         let sp = aligned_copy(&mut b_sp, &sp);
+        // The pair-interleaved table of `il_dup`: `[c0, s0, c1, s1, …]` per token.
+        let pairs: Vec<f32> = rh
+            .chunks_exact(D)
+            .flat_map(|r| (0..HALF).flat_map(move |i| [r[i], r[HALF + i]]))
+            .collect();
+        let mut b_pairs = vec![];
+        let pairs = aligned_copy(&mut b_pairs, &pairs);
         let (rh, il) = (aligned_copy(b_rh, &rh), aligned_copy(b_il, &il));
         let t_rh = r_rh.table(&pos, aligned(s_rh, r_rh.table_len(tokens)));
         let t_il = r_il.table(&pos, aligned(s_il, r_il.table_len(tokens)));
@@ -615,6 +668,14 @@ mod avx2 {
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "il_split (two heads: {two}) is not il_one's rotation");
         }
+        let mut got = varied.clone();
+        // SAFETY: as above.
+        unsafe { il_dup(&mut got, pairs, heads) };
+        let same = got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "il_dup is not il_one's rotation");
         let names = [
             "ceiling",
             "rh_const",
@@ -631,6 +692,8 @@ mod avx2 {
             "il_split2",
             "touch1",
             "touch2",
+            "il_dup",
+            "touch_expanded",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
@@ -650,7 +713,9 @@ mod avx2 {
                 11 => il_split::<1>(x, sp, heads),
                 12 => il_split::<2>(x, sp, heads),
                 13 => touch::<1>(x, rh, heads),
-                _ => touch::<2>(x, rh, heads),
+                14 => touch::<2>(x, rh, heads),
+                15 => il_dup(x, pairs, heads),
+                _ => touch_expanded(x, il, heads),
             }
         });
         println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
