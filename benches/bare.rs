@@ -575,7 +575,7 @@ mod avx2 {
 
     /// Not a rotation: the memory work of an expanded interleaved table (two table vectors
     /// per head vector, loaded once per head) with one multiply-add per vector, the ceiling's
-    /// arithmetic: `x·t0 + t1`, `t0`/`t1` the vectors of an expanded table (`touch_expanded`).
+    /// arithmetic: `x·t0 + t1`, `t0`/`t1` the vectors of an expanded table.
     #[target_feature(enable = "avx2,fma")]
     fn touch_expanded(x: &mut [f32], tab: &[f32], heads: usize) {
         for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
@@ -643,39 +643,28 @@ mod avx2 {
         let t_rh = r_rh.table(&pos, aligned(s_rh, r_rh.table_len(tokens)));
         let t_il = r_il.table(&pos, aligned(s_il, r_il.table_len(tokens)));
         let (t_rh, t_il) = (t_rh.unwrap(), t_il.unwrap());
-        // The split loops are a rotation of their own: each value gets `il_one`'s operations
-        // (one product, then one fused multiply-add), so before timing them, their result on
-        // varied values must be `il_one`'s bit for bit.
+        // The split loops and `il_dup` are rotations of their own: each value gets `il_one`'s
+        // operations (one product, then one fused multiply-add), so before timing them, their
+        // result on varied values must be `il_one`'s bit for bit.
         let varied: Vec<f32> = (0..n)
             .map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0)
             .collect();
         let mut want = varied.clone();
         // SAFETY: AVX2 and FMA were detected above.
         unsafe { il_heads::<1>(&mut want, il, heads) };
-        for two in [false, true] {
+        let check = |name: &str, rotate: &dyn Fn(&mut [f32])| {
             let mut got = varied.clone();
-            // SAFETY: as above.
-            unsafe {
-                if two {
-                    il_split::<2>(&mut got, sp, heads)
-                } else {
-                    il_split::<1>(&mut got, sp, heads)
-                }
-            };
+            rotate(&mut got);
             let same = got
                 .iter()
                 .zip(&want)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "il_split (two heads: {two}) is not il_one's rotation");
-        }
-        let mut got = varied.clone();
-        // SAFETY: as above.
-        unsafe { il_dup(&mut got, pairs, heads) };
-        let same = got
-            .iter()
-            .zip(&want)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        assert!(same, "il_dup is not il_one's rotation");
+            assert!(same, "{name} is not il_one's rotation");
+        };
+        // SAFETY: (each call) AVX2 and FMA were detected above.
+        check("il_split1", &|x| unsafe { il_split::<1>(x, sp, heads) });
+        check("il_split2", &|x| unsafe { il_split::<2>(x, sp, heads) });
+        check("il_dup", &|x| unsafe { il_dup(x, pairs, heads) });
         let names = [
             "ceiling",
             "rh_const",
