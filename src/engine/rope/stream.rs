@@ -90,7 +90,6 @@ impl<S: Simd> Run<'_, S> {
             && !(4 * nv <= S::REGISTERS && holds::<S, I>(nv))
             && self.splits::<IL>();
         let form = if split { Form::Split } else { Form::Plain };
-        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], form));
         let single = self.tokens == 1;
         let partial = 2 * self.half < self.head_dim;
         let in_cache = self.bytes(targets) <= IN_CACHE_BYTES;
@@ -113,6 +112,7 @@ impl<S: Simd> Run<'_, S> {
             && holds::<S, I>(nv)
             && self.norms_held::<I, O, IL>(targets)
         {
+            self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], form));
             macro_rules! normed {
                 ($nv:literal) => {
                     // SAFETY: `norms_held`: every target's norm is a head's, and each token is
@@ -132,8 +132,8 @@ impl<S: Simd> Run<'_, S> {
             || IL && S::LANES == 16 && I::DTYPE == Dtype::F32 && in_cache;
         if !S::REFERENCE && holds::<S, I>(resident) {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
-            // window; the table of item 0 is complete (and not split: `split` excludes these
-            // calls).
+            // window. (`split` excludes these calls, so `form` is `Plain`, the form
+            // `Run::resident_tokens` makes token 0's table in.)
             unsafe {
                 self.stream_resident::<I, O, IL, ONCE, WHOLE>(
                     targets, resident, &mut tabs, in_cache,
@@ -141,6 +141,7 @@ impl<S: Simd> Run<'_, S> {
             };
             return;
         }
+        self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], form));
         for i in 0..items {
             let (cur, nxt) = alternate(&mut tabs, i);
             let mut next = self.pending(i + 1, nxt, form);
@@ -357,8 +358,7 @@ impl<S: Simd> Run<'_, S> {
     /// `rh_bare`).
     ///
     /// # Safety
-    /// `WHOLE`: one chunk per token, every pair of the window, a whole number of vectors;
-    /// `tabs[0]` holds token 0's table.
+    /// `WHOLE`: one chunk per token, every pair of the window, a whole number of vectors.
     #[inline(always)]
     pub(super) unsafe fn stream_resident<
         I: Element,
@@ -394,11 +394,21 @@ impl<S: Simd> Run<'_, S> {
                 }
             }
         }
+        // Token 0's table (`tabs[0]`, as `Run::resident_tokens` reads it), unless every
+        // token's row is a caller's read where it lies (`Run::direct_row`; skewed interleaved
+        // windows read a `Tab`): made and never read, it cost decode calls from a table (`cargo
+        // bench --bench ratio`, the table column at 1 token). Made here, outside the token
+        // loops: made in them, their skewed interleaved instances ran slower at every size.
+        if self.direct_row::<IL, ONCE, 0>(0).is_none() || IL && skewed {
+            self.complete::<I, IL, ONCE>(&mut self.pending(0, &mut tabs[0], Form::Plain));
+        }
         macro_rules! tokens {
             ($nv:literal, $skew:expr) => {
                 // SAFETY: the caller's precondition; `$skew` (nonzero) only when every window
                 // is an f32 window that many values before a boundary, a split the tier takes
-                // (`front`).
+                // (`front`); `tabs[0]` holds token 0's table unless `direct_row` gives token
+                // 0's row at 0 and not `IL && skewed`, when it gives it at `$skew` too (only
+                // interleaved rows depend on the skew).
                 apart!(unsafe {
                     self.resident_tokens::<I, O, IL, ONCE, WHOLE, $nv, { $skew }>(
                         targets, tabs, in_cache,
@@ -440,7 +450,9 @@ impl<S: Simd> Run<'_, S> {
     ///
     /// # Safety
     /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
-    /// f32 window `SKEW` values before a vector boundary, a split the tier takes (`front`).
+    /// f32 window `SKEW` values before a vector boundary, a split the tier takes (`front`);
+    /// `tabs[0]` holds token 0's table unless [`Run::direct_row`] gives token 0's row (and so
+    /// every token's).
     #[inline(always)]
     pub(super) unsafe fn resident_tokens<
         I: Element,
