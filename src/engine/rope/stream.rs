@@ -133,7 +133,7 @@ impl<S: Simd> Run<'_, S> {
         if !S::REFERENCE && holds::<S, I>(resident) {
             // SAFETY: `resident` is nonzero only for `WHOLE` kernels, whose chunk is the whole
             // window. (`split` excludes these calls, so `form` is `Plain`, the form
-            // `Run::resident_tokens` makes token 0's table in.)
+            // `Run::stream_resident` makes token 0's table in, when it is read.)
             unsafe {
                 self.stream_resident::<I, O, IL, ONCE, WHOLE>(
                     targets, resident, &mut tabs, in_cache,
