@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! items = (token t, chunk of ≤ CHUNK pairs), in memory order    // one chunk per token up to head_dim 256
-//! table[0] = angles of item 0
+//! table[0] = angles of item 0           // unless every token's row is a caller's, read where it lies
 //! whole heads of 2, 4 or 8 table vectors (f32: 3, 6, on x86 16 too; see below): // `stream_resident`
 //!     for each token t:                                              // one loop, skew settled per call
 //!         for each target buffer, each view of heads:
