@@ -72,10 +72,32 @@ pub trait Element:
     sealed::Sealed + Copy + Default + PartialEq + core::fmt::Debug + Send + Sync + 'static
 {
     /// The dtype tag of this type.
+    ///
+    /// ```
+    /// use posenc::{Dtype, Element, bf16, f16};
+    /// assert_eq!(<f32 as Element>::DTYPE, Dtype::F32);
+    /// assert_eq!(<f16 as Element>::DTYPE, Dtype::F16);
+    /// assert_eq!(<bf16 as Element>::DTYPE, Dtype::Bf16);
+    /// ```
     const DTYPE: Dtype;
-    /// Widens to f32 (exact).
+    /// Widens to f32 (exact: every f16 and bf16 value is an f32 value).
+    ///
+    /// ```
+    /// use posenc::{Element, bf16};
+    /// // bf16 keeps the top 16 bits of an f32: 0x3FC0 is 1.5.
+    /// assert_eq!(Element::to_f32(bf16::from_bits(0x3FC0)), 1.5);
+    /// ```
     fn to_f32(self) -> f32;
     /// Rounds an f32 to this type, to nearest even; NaN stays NaN.
+    ///
+    /// ```
+    /// use posenc::{Element, bf16, f16};
+    /// // 1 + 2^-8 lies halfway between two bf16 values: to even, i.e. down to 1.
+    /// let x: bf16 = Element::from_f32(1.0 + 1.0 / 256.0);
+    /// assert_eq!(x.to_bits(), 0x3F80);
+    /// let y: f16 = Element::from_f32(f32::NAN);
+    /// assert!(y.is_nan());
+    /// ```
     fn from_f32(v: f32) -> Self;
 }
 

@@ -2,6 +2,19 @@
 //! attention bias for a block of queries × keys.
 //!
 //! Also home of [`Positions`], the query/key position argument shared with the T5 buckets.
+//!
+//! ```
+//! use posenc::alibi::{alibi_bias, alibi_slopes, AlibiMode, Positions};
+//! // Two heads, a prefill block of 3 queries against its 3 keys, causal.
+//! let mut slopes = [0f32; 2];
+//! alibi_slopes(2, &mut slopes).unwrap();
+//! assert_eq!(slopes, [0.0625, 0.00390625]); // 2^(-8/2), 2^(-16/2)
+//! let mut bias = [0f32; 2 * 3 * 3];
+//! let block = Positions::range(0, 3);
+//! alibi_bias(&slopes, block, block, AlibiMode::Causal, &mut bias).unwrap();
+//! // head 0, query 2: keys 0, 1, 2 at distances −2, −1, 0
+//! assert_eq!(&bias[6..9], &[-0.125, -0.0625, 0.0]);
+//! ```
 
 use crate::element::Element;
 use crate::error::{Error, Formula};

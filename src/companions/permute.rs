@@ -18,6 +18,16 @@
 //!   checkpoints → HF), and llama.cpp's `convert_hf_to_gguf.py` `LlamaModel.permute` is its
 //!   inverse (HF → GGUF, whose LLaMA rope is interleaved).
 //!
+//! ```
+//! use posenc::permute::{permute_to_interleaved_in_place, permute_to_rotate_half_in_place};
+//! // one token, two heads of 4 channels, all rotary: (a0, b0, a1, b1) per head
+//! let mut x = [1, 2, 3, 4, 5, 6, 7, 8];
+//! permute_to_rotate_half_in_place(&mut x, 2, 4, 4).unwrap();
+//! assert_eq!(x, [1, 3, 2, 4, 5, 7, 6, 8]); // (a0, a1, b0, b1) per head
+//! permute_to_interleaved_in_place(&mut x, 2, 4, 4).unwrap();
+//! assert_eq!(x, [1, 2, 3, 4, 5, 6, 7, 8]);
+//! ```
+//!
 //! What converters get wrong, and what the arguments here make explicit:
 //! * **GQA**: K has `n_kv_heads` heads. Permuting K with the query head count shuffles rows
 //!   across KV heads; the model still runs and produces garbage. Pass `n_kv_heads` for K.

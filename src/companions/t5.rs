@@ -1,6 +1,15 @@
 //! T5 relative-position buckets (Raffel et al. 2020), exactly as HuggingFace's
 //! `T5Attention._relative_position_bucket` computes them, and the bias gather a runtime does
 //! with them.
+//!
+//! ```
+//! use posenc::t5::T5Buckets;
+//! // HF T5 encoder defaults: 32 buckets, max_distance 128, bidirectional.
+//! let b = T5Buckets::new(true, 32, 128).unwrap();
+//! assert_eq!(b.bucket(0), 0);
+//! assert_eq!(b.bucket(-3), 3); // keys before the query: buckets 0..16
+//! assert_eq!(b.bucket(3), 19); // keys after it: offset by 16
+//! ```
 
 /// The query/key positions of a block (lists or ranges), shared with ALiBi: the same type
 /// as [`alibi::Positions`](crate::alibi::Positions).
