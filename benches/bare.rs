@@ -41,6 +41,9 @@
 //!
 //! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
 //! same path: posenc reads such a table's rows where they lie.
+//!
+//! `-- overlap` asks a third question on the AVX-512 tier: how much of a token's angles can
+//! hide under its heads' rotation (`bare/overlap.rs`).
 
 /// What both tiers' runs share: the head shape, the buffer, the timing and the report.
 #[cfg(target_arch = "x86_64")]
@@ -712,9 +715,16 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[path = "bare/overlap.rs"]
+mod overlap;
+
 fn main() {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::env::args().any(|a| a == "overlap") {
+            return overlap::main();
+        }
         let avx2 = std::env::var("POSENC_BENCH_BACKEND").as_deref() == Ok("avx2");
         if avx2 || !is_x86_feature_detected!("avx512f") {
             avx2::main()

@@ -150,6 +150,8 @@ pub mod floor16 {
     /// The exact passes' loop: `x` in blocks of `N` values through `block`, which rounds a
     /// block in place and returns true, or returns false having written nothing (a value its
     /// fast path cannot round as `half` does); such a block, and the tail, go value by value.
+    /// (Only the x86-64 passes have fast paths.)
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn bf16_exact_blocks<const N: usize>(
         x: &mut [u16],
