@@ -180,7 +180,7 @@ enum Plan {
     Rotate(usize),
     /// The angle work only.
     Angles,
-    /// The angle work only, in `Staged`'s three stages back to back.
+    /// The angle work only, in the three stages of `Plan::Staged`, back to back.
     AnglesStaged,
     /// The rotation in groups of this many heads, whole blocks spread evenly after them.
     Blocks(usize),
