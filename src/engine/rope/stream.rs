@@ -496,14 +496,15 @@ impl<S: Simd> Run<'_, S> {
             _ => None,
         };
         // Each token's table: a caller's row read where it lies (`Run::direct_row`), else
-        // `tabs`, the next one completed after the token's heads. On the 8-lane x86 tier,
-        // interleaved tables this loop computes (every one after token 0's, which the caller
-        // made) are compact: each token's table is loaded once (`Run::held`), so expanding it
-        // there, as a caller's compact row is, stores and loads half the entries of an
-        // expanded `Tab` for the same shuffles (`cargo bench --bench ratio` with
-        // `POSENC_BENCH_BACKEND=avx2`, the interleaved apply column). On AVX-512 the calls 16
-        // bytes past a line lost more than the aligned ones gained (`benches/LOG.md`).
-        let compact = IL && SKEW == 0 && const { x86_vector::<S>() && S::LANES == 8 };
+        // `tabs`, the next one completed after the token's heads. On the x86 tiers, the
+        // interleaved tables this loop computes for unskewed windows (every one after token
+        // 0's, which the caller made) are compact: each token's table is loaded once
+        // (`Run::held`), so expanding it there, as a caller's compact row is, stores and loads
+        // half the entries of an expanded `Tab` for the same shuffles (`cargo bench --bench
+        // ratio`, the interleaved apply column, on both tiers; `--bench bare -- overlap` puts
+        // AVX-512's expansion into a `Tab` between its rotation from a table plus the angles
+        // alone and `apply`).
+        let compact = IL && SKEW == 0 && const { x86_vector::<S>() };
         let form = if compact { Form::Compact } else { Form::Plain };
         if let Some(((p, pts, phs), (q, qts, qhs), nh)) = one {
             let groups =
