@@ -68,6 +68,15 @@ mod shared {
             .unwrap_or(64)
     }
 
+    /// The buffer every loop rotates: the token count from the command line ([`tokens`]) ×
+    /// 32 heads × `D` f32 in `lines` (as [`aligned`]); returns the tokens, the heads and the
+    /// values.
+    pub fn heads_buffer(lines: &mut Vec<Line>) -> (usize, usize, &mut [f32]) {
+        let tokens = tokens();
+        let heads = 32;
+        (tokens, heads, aligned(lines, tokens * heads * D))
+    }
+
     /// `n` f32 (a multiple of 16), each 0.5, starting on a 64-byte boundary, in `lines`.
     pub fn aligned(lines: &mut Vec<Line>, n: usize) -> &mut [f32] {
         *lines = vec![Line([0.5; 16]); n / 16];
@@ -125,7 +134,7 @@ mod shared {
 
 #[cfg(target_arch = "x86_64")]
 mod bare {
-    use super::shared::{D, HALF, Line, aligned, aligned_copy, medians, print, tokens};
+    use super::shared::{D, HALF, Line, aligned, aligned_copy, heads_buffer, medians, print};
     use core::arch::x86_64::*;
     use posenc::{Layout, Rope, RopeConfig};
     use std::hint::black_box;
@@ -331,10 +340,8 @@ mod bare {
             println!("bare: needs AVX-512F and FMA; this CPU has not got them");
             return;
         }
-        let tokens = tokens();
-        let (heads, n) = (32, tokens * 32 * D);
         let mut lines: Vec<Line> = vec![];
-        let x = aligned(&mut lines, n);
+        let (tokens, heads, x) = heads_buffer(&mut lines);
         // Tables: rotate_half `[c; 64][s; 64]` per token (for 4× the tokens too, the `h8`
         // rows), interleaved expanded `[c, c, …][−s, s, …]` and compact `[c, s, …]`.
         let (mut rh, mut il_e, mut il_c) = (vec![0.0; 4 * tokens * D], vec![], vec![]);
@@ -412,7 +419,7 @@ mod bare {
 /// The AVX2 tier's loops (see the module docs): 16 registers, 8 lanes.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::shared::{D, HALF, Line, aligned, aligned_copy, medians, print, tokens};
+    use super::shared::{D, HALF, Line, aligned, aligned_copy, heads_buffer, medians, print};
     use core::arch::x86_64::*;
     use posenc::bench::memory_ceiling_pass;
     use posenc::{Backend, Layout, Rope, RopeConfig};
@@ -601,10 +608,9 @@ mod avx2 {
             println!("bare: needs AVX2 and FMA; this CPU has not got them");
             return;
         }
-        let tokens = tokens();
-        let (heads, n) = (32, tokens * 32 * D);
         let mut lines: Vec<Line> = vec![];
-        let x = aligned(&mut lines, n);
+        let (tokens, heads, x) = heads_buffer(&mut lines);
+        let n = x.len();
         let (mut rh, mut il) = (vec![0.0; tokens * D], vec![]);
         for t in 0..tokens {
             for i in 0..HALF {

@@ -31,7 +31,7 @@
 //!   `Rope::table`, the making of that table (`Rope::table`, the angles alone), and
 //!   `Rope::apply` from positions; the last row is the first two added.
 
-use super::shared::{D, Line, aligned, medians, print, tokens};
+use super::shared::{D, Line, aligned, heads_buffer, medians, print};
 use core::arch::x86_64::*;
 use posenc::bench::memory_ceiling_pass;
 use posenc::{Backend, Layout, Rope, RopeConfig};
@@ -261,10 +261,8 @@ pub fn main() {
         println!("bare overlap: needs AVX-512F and AVX-512DQ; this CPU has not got them");
         return;
     }
-    let tokens = tokens();
-    let (heads, n) = (32, tokens * 32 * D);
     let mut lines: Vec<Line> = vec![];
-    let x = aligned(&mut lines, n);
+    let (tokens, heads, x) = heads_buffer(&mut lines);
     // posenc's frequencies at base 500000, and its positions from 1000, as `--bench ratio`.
     let w: [f32; 64] = core::array::from_fn(|j| 500_000f32.powf(-(j as f32) / 64.0));
     let rope = Rope::new(&RopeConfig::new(D, 500_000.0, Layout::Interleaved))
