@@ -229,7 +229,9 @@
 #![no_std]
 #![deny(missing_docs)]
 
-#[cfg(feature = "std")]
+// `std` for run-time detection, and for the unit tests in every configuration (so that
+// `cargo test --no-default-features --lib` runs them on the compile-time tier selection).
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 mod angles;

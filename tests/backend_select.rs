@@ -3,11 +3,13 @@
 //! Always: every backend in [`Backend::ALL`] reports `is_available()` exactly as the CPU's
 //! features imply (`std::is_x86_feature_detected!`: AVX2+FMA+F16C → `Avx2`, and also AVX-512F
 //! → `Avx512`; `std::arch::is_aarch64_feature_detected!`: NEON → `Neon`; `Scalar` and
-//! `Portable` everywhere), and [`Backend::active`] is the fastest available one. With
-//! `POSENC_EXPECT_BACKEND` set (CI sets it from /proc/cpuinfo natively, to `avx2` /
-//! `portable` under `qemu-x86_64 -cpu Haswell` / `-cpu Nehalem`, and to `neon` under
-//! `qemu-aarch64`), the active
-//! backend must be that one, so a tier that is silently not selected fails the build.
+//! `Portable` everywhere), and [`Backend::active`] is the fastest available one. Built without
+//! posenc's `std` feature, the build's target features take the CPU's place (nothing is
+//! detected at run time then). With `POSENC_EXPECT_BACKEND` set (CI sets it from
+//! /proc/cpuinfo natively, to `avx2` / `portable` under `qemu-x86_64 -cpu Haswell` / `-cpu
+//! Nehalem`, to `neon` under `qemu-aarch64`, and to `portable` for the build without `std`),
+//! the active backend must be that one, so a tier that is silently not selected fails the
+//! build.
 
 use posenc::Backend;
 
@@ -39,16 +41,50 @@ fn cpu_supports(b: Backend) -> bool {
     }
 }
 
+/// Without posenc's `std` feature nothing is detected at run time (as on bare metal): a tier
+/// is offered exactly when the build's target features guarantee it, whatever the CPU has.
+fn build_guarantees(b: Backend) -> bool {
+    match b {
+        Backend::Scalar | Backend::Portable => true,
+        _ if cfg!(posenc_portable_only) => false,
+        Backend::Avx2 => cfg!(all(
+            target_arch = "x86_64",
+            target_feature = "avx2",
+            target_feature = "fma",
+            target_feature = "f16c"
+        )),
+        Backend::Avx512 => cfg!(all(
+            target_arch = "x86_64",
+            target_feature = "avx512f",
+            target_feature = "avx2",
+            target_feature = "fma",
+            target_feature = "f16c"
+        )),
+        Backend::Neon => cfg!(all(target_arch = "aarch64", target_feature = "neon")),
+        _ => false,
+    }
+}
+
+/// What posenc must offer in this build: the CPU's tiers with `std`, the build's without.
+fn supported(b: Backend) -> bool {
+    if cfg!(feature = "std") {
+        cpu_supports(b)
+    } else {
+        build_guarantees(b)
+    }
+}
+
 #[test]
 fn availability_matches_the_cpu() {
     for &b in Backend::ALL {
         assert_eq!(
             b.is_available(),
-            cpu_supports(b),
-            "{}: posenc says available = {}, the CPU says {}",
+            supported(b),
+            "{}: posenc says available = {}, expected {} (std: {})",
             b.name(),
             b.is_available(),
-            cpu_supports(b)
+            supported(b),
+            cfg!(feature = "std")
         );
     }
 }
@@ -63,7 +99,7 @@ fn active_is_the_fastest_available() {
         Backend::Portable,
     ]
     .into_iter()
-    .find(|&b| cpu_supports(b))
+    .find(|&b| supported(b))
     .unwrap();
     assert_eq!(active, want);
     assert!(active.is_available());
