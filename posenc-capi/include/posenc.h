@@ -110,6 +110,19 @@
 #define POSENC_ERR_UNSUPPORTED_SCALING -12
 
 /**
+ * A model's files (GGUF metadata, a `config.json`) are malformed, lack a key the rope needs,
+ * or describe a rope posenc cannot build; `posenc_last_error_detail` names the key.
+ */
+#define POSENC_ERR_MODEL_FILE -13
+
+/**
+ * A model's files describe a model without rotary position embeddings (a GGUF architecture
+ * llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
+ * `position_embedding_type` is not `"rope"`): not an error in the file, but no rope to build.
+ */
+#define POSENC_ERR_NO_ROPE -14
+
+/**
  * posenc reported an error newer than this C API; `posenc_last_error_detail` describes it.
  */
 #define POSENC_ERR_UNKNOWN -99
@@ -308,6 +321,24 @@ typedef struct PosencRmsNorm {
    */
   float eps;
 } PosencRmsNorm;
+
+/**
+ * The run-time choices HF makes for a `config.json` (posenc's `load::HfOptions`), for
+ * `posenc_rope_init_hf_config`. All zero (or a NULL pointer) is HF's `inv_freq` buffer as
+ * the model is loaded.
+ */
+typedef struct PosencHfOptions {
+  /**
+   * LongRoPE: non-zero to use `long_factor` (HF switches to it once `max(position) + 1`
+   * exceeds `original_max_position_embeddings`); zero for `short_factor`.
+   */
+  int use_long_factors;
+  /**
+   * Dynamic NTK: the sequence length to compute the base for; 0 for
+   * `max_position_embeddings` (unscaled).
+   */
+  uint32_t seq_len;
+} PosencHfOptions;
 
 /**
  * One ggml `Q8_0` block (`block_q8_0`, 34 bytes): 32 values `qs[j] * d`, `d` an IEEE
@@ -1248,6 +1279,70 @@ int posenc_rope_apply_qk_normed_f16(const struct PosencRope *rope, uint16_t *q, 
  * As `posenc_rope_apply_qk_normed_f32`, with `uint16_t` buffers.
  */
 int posenc_rope_apply_qk_normed_bf16(const struct PosencRope *rope, uint16_t *q, size_t q_len, size_t n_q_heads, const struct PosencRmsNorm *q_norm, uint16_t *k, size_t k_len, size_t n_kv_heads, const struct PosencRmsNorm *k_norm, const struct PosencAngles *at);
+
+/**
+ * Fills `*out` with the rope a GGUF file's metadata describes, with llama.cpp's semantics:
+ * its pairing per architecture (`NORM` rope is interleaved, `NEOX` rotate_half), its YaRN
+ * ramp, correction dims and magnitude, its LongRoPE and M-RoPE keys.
+ *
+ * `bytes` is the start of the file (at least its header and metadata; the whole file, mapped,
+ * will do: tensor infos and data are not read). `rope_freqs` is the file's `rope_freqs.weight`
+ * tensor as floats (llama3-style frequency factors; for LongRoPE files, the
+ * `rope_factors_long` or `rope_factors_short` values you choose), or NULL with 0 when the file
+ * has none. Where llama.cpp's reading of a model differs from HF's is listed in posenc's
+ * `load` module docs.
+ *
+ * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for an architecture llama.cpp runs without RoPE;
+ * `POSENC_ERR_MODEL_FILE` for malformed or truncated bytes, a missing key, a key of the wrong
+ * type or out of range (the detail names it); or a buffer error. Nothing is written on error.
+ *
+ * # Safety
+ * `bytes` points to `n_bytes` readable bytes and `rope_freqs` to `n_rope_freqs` readable
+ * floats (either NULL when its count is 0); `out` points to a writable `PosencRope` that
+ * overlaps neither.
+ */
+int posenc_rope_init_gguf(const uint8_t *bytes, size_t n_bytes, const float *rope_freqs, size_t n_rope_freqs, struct PosencRope *out);
+
+/**
+ * Fills `*out` with the rope of decoder layer `layer` that a HuggingFace `config.json`
+ * describes, with HF's semantics: its `inv_freq` buffer, attention factor and pairing (see
+ * posenc's `load::ropes_from_hf_config_with` for the keys read: transformers-4 `rope_theta`,
+ * `rope_scaling`, `partial_rotary_factor`, … or transformers-5 `rope_parameters`; a
+ * multimodal config's `text_config` first).
+ *
+ * `json` is the file's UTF-8 text, `n_json` bytes (no terminating NUL needed). Most models
+ * have one rope for every layer, and any `layer` gets it; models whose layer types rotate
+ * differently (Gemma 3's local and global layers) get the rope of `layer`'s type, through the
+ * config's `layer_types` (or `sliding_window_pattern`). `options` is NULL for HF's choices at
+ * load time, or points to the run-time choices HF makes (LongRoPE's long factors, the
+ * dynamic-NTK sequence length).
+ *
+ * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`;
+ * `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
+ * missing, of the wrong type, unknown, contradictory or out of range (the detail names the
+ * key); `POSENC_ERR_PARAMETER_OUT_OF_RANGE` when the model has several ropes and `layer` is
+ * past its `layer_types`; or a buffer error. Nothing is written on error.
+ *
+ * # Safety
+ * `json` points to `n_json` readable bytes (NULL when 0); `options` is NULL or points to a
+ * readable `PosencHfOptions`; `out` points to a writable `PosencRope` that overlaps neither.
+ */
+int posenc_rope_init_hf_config(const char *json, size_t n_json, size_t layer, const struct PosencHfOptions *options, struct PosencRope *out);
+
+/**
+ * `posenc_rope_init_hf_config` by layer type instead of layer index: the rope of the layer
+ * type named `layer_type` (NUL-terminated, as the config names it: `"default"` for a model
+ * with one rope, Gemma 3's `"sliding_attention"` and `"full_attention"`, or the keys of a
+ * transformers-5 `rope_parameters` dict).
+ *
+ * Returns as `posenc_rope_init_hf_config`, with `POSENC_ERR_PARAMETER_OUT_OF_RANGE` for a
+ * layer type the config does not have.
+ *
+ * # Safety
+ * `layer_type` is a readable NUL-terminated string; otherwise as
+ * `posenc_rope_init_hf_config`.
+ */
+int posenc_rope_init_hf_config_type(const char *json, size_t n_json, const char *layer_type, const struct PosencHfOptions *options, struct PosencRope *out);
 
 /**
  * The backend posenc runs on on this CPU (detected once per process): `"avx512"`, `"avx2"`,

@@ -46,6 +46,13 @@ pub const POSENC_ERR_BACKEND_UNAVAILABLE: c_int = -10;
 pub const POSENC_ERR_PARAMETER_OUT_OF_RANGE: c_int = -11;
 /// The scaling scheme is not implemented (no scheme of this release returns it).
 pub const POSENC_ERR_UNSUPPORTED_SCALING: c_int = -12;
+/// A model's files (GGUF metadata, a `config.json`) are malformed, lack a key the rope needs,
+/// or describe a rope posenc cannot build; `posenc_last_error_detail` names the key.
+pub const POSENC_ERR_MODEL_FILE: c_int = -13;
+/// A model's files describe a model without rotary position embeddings (a GGUF architecture
+/// llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
+/// `position_embedding_type` is not `"rope"`): not an error in the file, but no rope to build.
+pub const POSENC_ERR_NO_ROPE: c_int = -14;
 /// posenc reported an error newer than this C API; `posenc_last_error_detail` describes it.
 pub const POSENC_ERR_UNKNOWN: c_int = -99;
 /// A pointer is NULL while its element count is non-zero (or a required struct pointer is
@@ -78,6 +85,8 @@ pub const ALL_ERROR_CODES: &[c_int] = &[
     POSENC_ERR_BACKEND_UNAVAILABLE,
     POSENC_ERR_PARAMETER_OUT_OF_RANGE,
     POSENC_ERR_UNSUPPORTED_SCALING,
+    POSENC_ERR_MODEL_FILE,
+    POSENC_ERR_NO_ROPE,
     POSENC_ERR_UNKNOWN,
     POSENC_ERR_NULL_POINTER,
     POSENC_ERR_MISALIGNED_POINTER,
@@ -135,6 +144,10 @@ fn message(code: c_int) -> &'static CStr {
             c"a parameter violates a constraint of its scaling scheme"
         }
         POSENC_ERR_UNSUPPORTED_SCALING => c"the scaling scheme is not implemented",
+        POSENC_ERR_MODEL_FILE => {
+            c"the model's GGUF metadata or config.json is malformed or lacks a key the rope needs"
+        }
+        POSENC_ERR_NO_ROPE => c"the model's files describe a model without rotary embeddings",
         POSENC_ERR_UNKNOWN => {
             c"posenc reported an error this C API does not know (see posenc_last_error_detail)"
         }
@@ -206,6 +219,10 @@ pub(crate) enum Fail {
     Overlap(&'static str, &'static str),
     InvalidEnum(&'static str, u32),
     Uninitialized,
+    /// A model file that describes no rope to build (its detail says why).
+    NoRope(String),
+    /// A malformed or incomplete model file (its detail names the key).
+    ModelFile(String),
 }
 
 impl From<posenc::Error> for Fail {
@@ -224,6 +241,8 @@ impl Fail {
             Fail::Overlap(..) => POSENC_ERR_OVERLAPPING_BUFFERS,
             Fail::InvalidEnum(..) => POSENC_ERR_INVALID_ENUM,
             Fail::Uninitialized => POSENC_ERR_UNINITIALIZED_ROPE,
+            Fail::NoRope(_) => POSENC_ERR_NO_ROPE,
+            Fail::ModelFile(_) => POSENC_ERR_MODEL_FILE,
         }
     }
 
@@ -240,6 +259,7 @@ impl Fail {
             Fail::Uninitialized => {
                 "the PosencRope was not initialized by a successful posenc_rope_init".into()
             }
+            Fail::NoRope(d) | Fail::ModelFile(d) => d.clone(),
         }
     }
 }

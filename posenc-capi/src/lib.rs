@@ -4,10 +4,11 @@
 //! every scaling scheme), cos/sin tables, rotation with caller tables, sinusoidal position
 //! tables, and ALiBi slopes and biases; for runtimes, angles computed once per forward pass
 //! (`PosencAngles`: positions or a table from [`posenc_rope_table`]), Q+K with GQA in one
-//! call, strided views, M-RoPE axes, presets by name or index, and the one-pass shift of a
-//! ggml `Q8_0`/`Q4_0` K cache; fused paths: rotation into a cache slot of another dtype,
-//! QK-norm + RoPE in one pass, and the backward pass. Built as a static library, a shared library and an
-//! rlib; the header `include/posenc.h` is generated from this crate by cbindgen
+//! call, strided views, M-RoPE axes, presets by name or index, a model's rope from its GGUF
+//! metadata or HuggingFace `config.json`, and the one-pass shift of a ggml `Q8_0`/`Q4_0` K
+//! cache; fused paths: rotation into a cache slot of another dtype, QK-norm + RoPE in one
+//! pass, and the backward pass. Built as a static library, a shared library and an rlib; the
+//! header `include/posenc.h` is generated from this crate by cbindgen
 //! (`check-header.sh` keeps it in sync).
 //!
 //! ## Conventions (the caller contract, repeated in the header)
@@ -56,6 +57,7 @@ mod angles;
 mod backward;
 mod error;
 mod fused;
+mod load;
 mod misc;
 mod presets;
 mod quant;
@@ -69,6 +71,7 @@ pub use angles::*;
 pub use backward::*;
 pub use error::*;
 pub use fused::*;
+pub use load::*;
 pub use misc::*;
 pub use presets::*;
 pub use quant::*;

@@ -32,9 +32,15 @@ static int passed = 0, failed = 0;
         }                                                                                      \
     } while (0)
 
+/* Evaluates the call once: the detail then belongs to that call (a second evaluation would
+ * replace the string the first pointer points to). */
 #define CHECK_CODE(got, want)                                                                  \
-    CHECK((got) == (want), "%s returned %d (%s), expected %s = %d; detail: %s", #got, (got),    \
-          posenc_error_message(got), #want, (want), posenc_last_error_detail())
+    do {                                                                                       \
+        int got_code_ = (got);                                                                 \
+        CHECK(got_code_ == (want), "%s returned %d (%s), expected %s = %d; detail: %s", #got,  \
+              got_code_, posenc_error_message(got_code_), #want, (want),                       \
+              posenc_last_error_detail());                                                     \
+    } while (0)
 
 /* ------------------------------------------------------------ half-precision helpers */
 
@@ -945,6 +951,116 @@ static void test_presets(void) {
     CHECK(posenc_rope_head_dim(&r) == 0, "a failed preset init wrote the rope");
 }
 
+/* ------------------------------------------------------------ loading from model files */
+
+/* Appends little-endian bytes of v (n bytes) to buf at *at. */
+static void put_le(uint8_t *buf, size_t *at, uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; i++) buf[(*at)++] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_key(uint8_t *buf, size_t *at, const char *key, uint32_t type) {
+    size_t n = strlen(key);
+    put_le(buf, at, n, 8);
+    memcpy(buf + *at, key, n);
+    *at += n;
+    put_le(buf, at, type, 4);
+}
+
+/* Two ropes are the same: rotary dims, frequencies, attention factor, layout's effect. */
+static int same_rope(const PosencRope *a, const PosencRope *b) {
+    float fa[256], fb[256];
+    size_t half = posenc_rope_rotary_dim(a) / 2;
+    if (half == 0 || half > 256 || posenc_rope_rotary_dim(b) / 2 != half ||
+        posenc_rope_head_dim(a) != posenc_rope_head_dim(b))
+        return 0;
+    if (posenc_rope_inv_freq(a, fa, half) != POSENC_OK ||
+        posenc_rope_inv_freq(b, fb, half) != POSENC_OK)
+        return 0;
+    /* The pairing: rotate one row with each and compare the bits. */
+    size_t hd = posenc_rope_head_dim(a);
+    float ra[512], rb[512];
+    for (size_t i = 0; i < hd; i++) ra[i] = rb[i] = (float)i * 0.01f - 1.0f;
+    int32_t pos = 1234;
+    if (posenc_rope_apply_f32(a, ra, hd, 1, &pos, 1) != POSENC_OK ||
+        posenc_rope_apply_f32(b, rb, hd, 1, &pos, 1) != POSENC_OK)
+        return 0;
+    return memcmp(fa, fb, half * sizeof(float)) == 0 && memcmp(ra, rb, hd * sizeof(float)) == 0 &&
+           posenc_rope_attention_factor(a) == posenc_rope_attention_factor(b);
+}
+
+static void test_loading(void) {
+    /* GGUF: a v3 header, 0 tensors, Qwen2.5 7B's three rope keys. */
+    uint8_t file[256];
+    size_t n = 0;
+    memcpy(file, "GGUF", 4);
+    n = 4;
+    put_le(file, &n, 3, 4);
+    put_le(file, &n, 0, 8);
+    put_le(file, &n, 3, 8);
+    put_key(file, &n, "general.architecture", 8);
+    put_le(file, &n, 5, 8);
+    size_t arch_at = n;
+    memcpy(file + n, "qwen2", 5);
+    n += 5;
+    put_key(file, &n, "qwen2.attention.key_length", 4);
+    put_le(file, &n, 128, 4);
+    put_key(file, &n, "qwen2.rope.freq_base", 6);
+    float base = 1e6f;
+    uint32_t base_bits;
+    memcpy(&base_bits, &base, 4);
+    put_le(file, &n, base_bits, 4);
+
+    PosencRope from_file, preset;
+    memset(&from_file, 0, sizeof from_file);
+    CHECK_CODE(posenc_rope_init_gguf(file, n, NULL, 0, &from_file), POSENC_OK);
+    CHECK_CODE(posenc_rope_init_preset("Qwen2.5 7B", &preset, NULL, NULL), POSENC_OK);
+    CHECK(same_rope(&from_file, &preset), "GGUF qwen2 is not the Qwen2.5 7B preset");
+
+    PosencRope r;
+    memset(&r, 0, sizeof r);
+    CHECK_CODE(posenc_rope_init_gguf(file, n - 1, NULL, 0, &r), POSENC_ERR_MODEL_FILE);
+    CHECK_CODE(posenc_rope_init_gguf(file, 40, NULL, 0, &r), POSENC_ERR_MODEL_FILE);
+    CHECK(posenc_rope_head_dim(&r) == 0, "a failed GGUF init wrote the rope");
+    memcpy(file + arch_at, "bloom", 5); /* an architecture llama.cpp runs with ALiBi */
+    CHECK_CODE(posenc_rope_init_gguf(file, n, NULL, 0, &r), POSENC_ERR_NO_ROPE);
+    CHECK(strstr(posenc_last_error_detail(), "general.architecture") != NULL, "detail '%s'",
+          posenc_last_error_detail());
+
+    /* config.json: Llama 3.1 8B's rope settings; the length counts, not a NUL. */
+    const char *json =
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_attention_heads\": 32,"
+        " \"max_position_embeddings\": 131072, \"rope_theta\": 500000.0,"
+        " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0,"
+        " \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}} trailing";
+    size_t len = strlen(json) - strlen(" trailing");
+    CHECK_CODE(posenc_rope_init_hf_config(json, len, 0, NULL, &from_file), POSENC_OK);
+    CHECK_CODE(posenc_rope_init_preset("Llama 3.1 8B", &preset, NULL, NULL), POSENC_OK);
+    CHECK(same_rope(&from_file, &preset), "config.json Llama 3.1 is not the Llama 3.1 8B preset");
+    CHECK_CODE(posenc_rope_init_hf_config(json, strlen(json), 0, NULL, &r), POSENC_ERR_MODEL_FILE);
+
+    /* Gemma 3: local and global layers, by index and by type; options ignored by both. */
+    const char *gemma =
+        "{\"model_type\": \"gemma3_text\", \"head_dim\": 256, \"rope_theta\": 1000000.0,"
+        " \"rope_local_base_freq\": 10000.0, \"sliding_window_pattern\": 6,"
+        " \"num_hidden_layers\": 12, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}}";
+    PosencHfOptions opts = {0, 0};
+    PosencRope local, global;
+    CHECK_CODE(posenc_rope_init_preset("Gemma 3 4B (local layers)", &local, NULL, NULL), POSENC_OK);
+    CHECK_CODE(posenc_rope_init_preset("Gemma 3 4B (global layers)", &global, NULL, NULL),
+               POSENC_OK);
+    for (size_t layer = 0; layer < 12; layer++) {
+        CHECK_CODE(posenc_rope_init_hf_config(gemma, strlen(gemma), layer, &opts, &r), POSENC_OK);
+        CHECK(same_rope(&r, layer % 6 == 5 ? &global : &local), "Gemma 3 layer %zu", layer);
+    }
+    CHECK_CODE(posenc_rope_init_hf_config_type(gemma, strlen(gemma), "full_attention", NULL, &r),
+               POSENC_OK);
+    CHECK(same_rope(&r, &global), "Gemma 3 full_attention");
+    CHECK_CODE(posenc_rope_init_hf_config(gemma, strlen(gemma), 12, NULL, &r),
+               POSENC_ERR_PARAMETER_OUT_OF_RANGE);
+    const char *bert = "{\"head_dim\": 64, \"position_embedding_type\": \"absolute\"}";
+    CHECK_CODE(posenc_rope_init_hf_config(bert, strlen(bert), 0, NULL, &r), POSENC_ERR_NO_ROPE);
+}
+
 /* ------------------------------------------------------------ fused entry points */
 
 /* Copies token-major rows (tokens x heads x hd) into a cache through a view. */
@@ -1365,6 +1481,7 @@ int main(void) {
     test_runtime_rotation();
     test_quantized_shift();
     test_presets();
+    test_loading();
     test_rotate_into();
     test_qk_norm();
     test_backward();
