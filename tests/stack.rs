@@ -126,3 +126,48 @@ fn every_call_fits_the_stated_stack() {
         });
     }
 }
+
+/// The loaders too: a `config.json` nested as deep as the JSON parser allows (serde_json stops
+/// at 128 levels, a typed error past them) and a GGUF header with arrays nested as deep as its
+/// parser allows, each read on the same small stack.
+#[cfg(all(feature = "serde", feature = "gguf"))]
+#[test]
+fn the_loaders_fit_the_stated_stack() {
+    use posenc::load::{GgufHeader, ropes_from_hf_config};
+    on_small_stack(|| {
+        for depth in [100, 126, 127, 500] {
+            let json = format!(
+                r#"{{"head_dim": 64, "deep": {}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let got = ropes_from_hf_config(&json);
+            // Within the parser's limit the unknown key is ignored; past it, a JSON error.
+            assert_eq!(got.is_ok(), depth <= 126, "depth {depth}: {got:?}");
+        }
+        // GGUF: a key holding an array of arrays, `depth + 1` arrays deep around one u32.
+        for depth in [0, 1, 7, 8, 64] {
+            let mut b = b"GGUF".to_vec();
+            b.extend(3u32.to_le_bytes());
+            b.extend(0u64.to_le_bytes());
+            b.extend(1u64.to_le_bytes());
+            b.extend(4u64.to_le_bytes());
+            b.extend(b"deep");
+            b.extend(9u32.to_le_bytes()); // the key's type: array
+            for _ in 0..depth {
+                b.extend(9u32.to_le_bytes()); // of one array
+                b.extend(1u64.to_le_bytes());
+            }
+            b.extend(4u32.to_le_bytes()); // the innermost: of one u32
+            b.extend(1u64.to_le_bytes());
+            b.extend(7u32.to_le_bytes());
+            let got = GgufHeader::parse(&b);
+            // Within the parser's nesting limit the key reads; far past it, a typed error.
+            match depth {
+                0 | 1 => assert!(got.is_ok(), "depth {depth}: {got:?}"),
+                64 => assert!(got.is_err(), "depth {depth}"),
+                _ => {}
+            }
+        }
+    });
+}
