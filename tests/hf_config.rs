@@ -154,6 +154,24 @@ fn gemma3_has_a_rope_per_layer_type_in_both_forms() {
     }
 }
 
+/// A per-type `rope_parameters` and a `layer_types` entry it has no settings for (a layer
+/// without attention, or a misspelt name, as the fuzzer wrote it): the config reads, and that
+/// layer has no rope while the others keep theirs.
+#[test]
+fn a_layer_type_without_rope_settings_has_no_rope() {
+    let json = r#"{"model_type": "gemma3_text", "head_dim": 256,
+        "layer_types": ["slidi0ng_attention", "full_attention", "sliding_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}}}"#;
+    let ropes = ropes_from_hf_config(json).unwrap();
+    assert_eq!(ropes.len(), 2);
+    assert_eq!(ropes.for_layer(0), None);
+    assert_eq!(ropes.for_layer(1), ropes.get("full_attention"));
+    assert_eq!(ropes.for_layer(2), ropes.get("sliding_attention"));
+    assert!(ropes.for_layer(1).is_some() && ropes.for_layer(2).is_some());
+}
+
 #[test]
 fn gpt_oss_layer_types_share_one_rope() {
     let ropes = ropes_from_hf_config(&text("gpt-oss-20b")).unwrap();

@@ -1321,7 +1321,8 @@ int posenc_rope_init_gguf(const uint8_t *bytes, size_t n_bytes, const float *rop
  * `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
  * missing, of the wrong type, unknown, contradictory or out of range (the detail names the
  * key); `POSENC_ERR_PARAMETER_OUT_OF_RANGE` when the model has several ropes and `layer` is
- * past its `layer_types`; or a buffer error. Nothing is written on error.
+ * past its `layer_types` or of a type the config gives no rope settings (a layer without
+ * attention); or a buffer error. Nothing is written on error.
  *
  * # Safety
  * `json` points to `n_json` readable bytes (NULL when 0); `options` is NULL or points to a

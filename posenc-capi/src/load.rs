@@ -144,7 +144,8 @@ unsafe fn read_config(
 /// `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
 /// missing, of the wrong type, unknown, contradictory or out of range (the detail names the
 /// key); `POSENC_ERR_PARAMETER_OUT_OF_RANGE` when the model has several ropes and `layer` is
-/// past its `layer_types`; or a buffer error. Nothing is written on error.
+/// past its `layer_types` or of a type the config gives no rope settings (a layer without
+/// attention); or a buffer error. Nothing is written on error.
 ///
 /// # Safety
 /// `json` points to `n_json` readable bytes (NULL when 0); `options` is NULL or points to a
@@ -169,7 +170,8 @@ pub unsafe extern "C" fn posenc_rope_init_hf_config(
         let rope = *ropes.for_layer(layer).ok_or(Fail::Posenc(
             posenc::Error::ParameterOutOfRange {
                 what: "layer",
-                constraint: "must index the config's layer_types when its layers rotate differently",
+                constraint: "must index the config's layer_types, at a type with rope settings, \
+                             when its layers rotate differently",
                 value: layer as f32,
             },
         ))?;

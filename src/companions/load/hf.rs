@@ -151,7 +151,10 @@ impl HfRopes {
     }
 
     /// The rope of layer `layer`: through the config's `layer_types` list (or, for Gemma 3,
-    /// its `sliding_window_pattern`), or the single rope.
+    /// its `sliding_window_pattern`), or the single rope. `None` when the model has several
+    /// ropes and `layer` is past the list, or its type is one the config gives no rope
+    /// settings (a layer without attention, or a name misspelt in one of the two places:
+    /// compare [`layer_types`](Self::layer_types) with [`iter`](Self::iter)).
     ///
     /// ```
     /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
