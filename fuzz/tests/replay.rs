@@ -18,6 +18,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("views", posenc_fuzz::targets::views::fuzz),
     ("quant", posenc_fuzz::targets::quant::fuzz),
     ("fused", posenc_fuzz::targets::fused::fuzz),
+    ("load", posenc_fuzz::targets::load::fuzz),
 ];
 
 fn replay(name: &str, fuzz: Target) {
@@ -88,6 +89,11 @@ fn views() {
 #[test]
 fn quant() {
     replay(TARGETS[4].0, TARGETS[4].1);
+}
+
+#[test]
+fn load() {
+    replay(TARGETS[6].0, TARGETS[6].1);
 }
 
 /// Reproducers of open posenc findings (`regressions/<target>/`, listed in fuzz/README.md):

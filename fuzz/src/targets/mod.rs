@@ -5,6 +5,7 @@
 pub mod bad_input;
 pub mod fused;
 pub mod layout_equivalence;
+pub mod load;
 pub mod permutation;
 pub mod quant;
 pub mod views;
