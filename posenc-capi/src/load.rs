@@ -99,23 +99,31 @@ fn config_fail(e: ConfigError) -> Fail {
     }
 }
 
-/// Reads a `config.json` given as `(json, n_json)` with `options` (NULL for the defaults).
+/// The body both `config.json` entry points share: validates `json`, `options` and `out`,
+/// reads the config, and writes the rope `pick` chooses from it.
 ///
 /// # Safety
-/// As `posenc_rope_init_hf_config` for `json`, `n_json` and `options`.
-unsafe fn read_config(
-    json: &Raw<c_char>,
+/// As `posenc_rope_init_hf_config` for `json`, `n_json`, `options` and `out`.
+unsafe fn init_from_config(
+    json: *const c_char,
+    n_json: usize,
     options: *const PosencHfOptions,
-) -> Result<HfRopes, Fail> {
+    out: *mut PosencRope,
+    pick: impl FnOnce(&HfRopes) -> Result<Rope, Fail>,
+) -> Result<(), Fail> {
+    let j = Raw::new(json, n_json, "json")?;
+    let o = Raw::one(out.cast_const(), "out")?;
+    o.disjoint(&j)?;
     let opts = if options.is_null() {
         PosencHfOptions::default()
     } else {
-        let o = Raw::one(options, "options")?;
+        let r = Raw::one(options, "options")?;
+        o.disjoint(&r)?;
         // SAFETY: non-NULL and aligned (Raw::one), readable (contract); copied by value.
-        unsafe { o.ptr().read() }
+        unsafe { r.ptr().read() }
     };
-    // SAFETY: checked by Raw::new, readable (contract).
-    let chars = unsafe { json.as_slice() };
+    // SAFETY: checked by Raw::new, readable (contract), not overlapping `out`.
+    let chars = unsafe { j.as_slice() };
     // SAFETY: the same bytes: `c_char` and `u8` have one size and alignment.
     let text: &[u8] = unsafe { core::slice::from_raw_parts(chars.as_ptr().cast(), chars.len()) };
     let text = core::str::from_utf8(text)
@@ -124,7 +132,12 @@ unsafe fn read_config(
         use_long_factors: opts.use_long_factors != 0,
         seq_len: (opts.seq_len != 0).then_some(opts.seq_len),
     };
-    ropes_from_hf_config_with(text, &options).map_err(config_fail)
+    let ropes = ropes_from_hf_config_with(text, &options).map_err(config_fail)?;
+    let rope = pick(&ropes)?;
+    // SAFETY: `o` is the caller's writable `out` (contract), disjoint from the inputs, which
+    // are no longer read.
+    unsafe { store(&o, rope) };
+    Ok(())
 }
 
 /// Fills `*out` with the rope of decoder layer `layer` that a HuggingFace `config.json`
@@ -159,25 +172,19 @@ pub unsafe extern "C" fn posenc_rope_init_hf_config(
     out: *mut PosencRope,
 ) -> c_int {
     run(|| {
-        let j = Raw::new(json, n_json, "json")?;
-        let o = Raw::one(out.cast_const(), "out")?;
-        o.disjoint(&j)?;
-        if !options.is_null() {
-            o.disjoint(&Raw::one(options, "options")?)?;
+        // SAFETY: this function's contract.
+        unsafe {
+            init_from_config(json, n_json, options, out, |ropes| {
+                ropes.for_layer(layer).copied().ok_or(Fail::Posenc(
+                    posenc::Error::ParameterOutOfRange {
+                        what: "layer",
+                        constraint: "must index the config's layer_types, at a type with rope \
+                                     settings, when its layers rotate differently",
+                        value: layer as f32,
+                    },
+                ))
+            })
         }
-        // SAFETY: this function's contract for `json` and `options`.
-        let ropes = unsafe { read_config(&j, options) }?;
-        let rope = *ropes.for_layer(layer).ok_or(Fail::Posenc(
-            posenc::Error::ParameterOutOfRange {
-                what: "layer",
-                constraint: "must index the config's layer_types, at a type with rope settings, \
-                             when its layers rotate differently",
-                value: layer as f32,
-            },
-        ))?;
-        // SAFETY: `o` is the caller's writable `out` (contract), disjoint from the inputs.
-        unsafe { store(&o, rope) };
-        Ok(())
     })
 }
 
@@ -201,30 +208,22 @@ pub unsafe extern "C" fn posenc_rope_init_hf_config_type(
     out: *mut PosencRope,
 ) -> c_int {
     run(|| {
-        let j = Raw::new(json, n_json, "json")?;
         let t = Raw::one(layer_type, "layer_type")?;
-        let o = Raw::one(out.cast_const(), "out")?;
-        o.disjoint(&j)?;
-        if !options.is_null() {
-            o.disjoint(&Raw::one(options, "options")?)?;
-        }
         // SAFETY: non-NULL (Raw::one), NUL-terminated and readable (contract).
         let name = unsafe { CStr::from_ptr(t.ptr()) };
-        // SAFETY: this function's contract for `json` and `options`.
-        let ropes = unsafe { read_config(&j, options) }?;
-        let rope = name
-            .to_str()
-            .ok()
-            .and_then(|n| ropes.get(n))
-            .copied()
-            .ok_or(Fail::Posenc(posenc::Error::ParameterOutOfRange {
-                what: "layer_type",
-                constraint: "must be a layer type of the config",
-                value: f32::NAN,
-            }))?;
-        // SAFETY: `o` is the caller's writable `out` (contract), disjoint from the inputs
-        // (the type name is read above, before the write).
-        unsafe { store(&o, rope) };
-        Ok(())
+        // SAFETY: this function's contract; the name is read before `out` is written.
+        unsafe {
+            init_from_config(json, n_json, options, out, |ropes| {
+                name.to_str()
+                    .ok()
+                    .and_then(|n| ropes.get(n))
+                    .copied()
+                    .ok_or(Fail::Posenc(posenc::Error::ParameterOutOfRange {
+                        what: "layer_type",
+                        constraint: "must be a layer type of the config",
+                        value: f32::NAN,
+                    }))
+            })
+        }
     })
 }
