@@ -388,3 +388,185 @@ fn truncated_and_corrupted_configs_do_not_panic() {
         }
     }
 }
+
+/// The layers a model's code runs without rope (NoPE). Expected lists are written from each
+/// model's HF code (quoted per case), not from posenc's reading of it.
+#[test]
+fn nope_layers_follow_each_models_code() {
+    let nope = |json: &str| -> Vec<usize> {
+        let ropes = ropes_from_hf_config(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        (0..64).filter(|&l| !ropes.rotates(l)).collect()
+    };
+    // Every fourth of n layers, and everything from n on (past the model's layers).
+    let every_fourth =
+        |n: usize| -> Vec<usize> { (0..64).filter(|&i| i >= n || (i + 1) % 4 == 0).collect() };
+    // Llama4TextConfig: `int((layer_idx + 1) % no_rope_layer_interval != 0)` for
+    // `num_hidden_layers` (default 48) when `no_rope_layers` is absent or empty.
+    let scout = r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+        "head_dim": 128, "num_hidden_layers": 48, "rope_theta": 500000.0, "no_rope_layers": []}}"#;
+    assert_eq!(nope(scout), every_fourth(48));
+    assert_eq!(
+        nope(r#"{"model_type": "llama4_text", "head_dim": 128}"#),
+        every_fourth(48)
+    );
+    // An explicit list: `use_rope = config.no_rope_layers[layer_idx]`.
+    assert_eq!(
+        nope(
+            r#"{"model_type": "llama4_text", "head_dim": 64, "num_hidden_layers": 4,
+            "no_rope_layers": [1, 0, 1, 1]}"#
+        ),
+        [vec![1], (4..64).collect()].concat()
+    );
+    assert_eq!(
+        nope(
+            r#"{"model_type": "llama4_text", "head_dim": 64, "num_hidden_layers": 6,
+            "no_rope_layer_interval": 3}"#
+        ),
+        [vec![2, 5], (6..64).collect()].concat()
+    );
+    // SmolLM3Config: the same default over 36 layers.
+    assert_eq!(
+        nope(r#"{"model_type": "smollm3", "head_dim": 128}"#),
+        every_fourth(36)
+    );
+    // Cohere2: the rope only where `sliding_window` applies (`layer_types[i] ==
+    // "sliding_attention"`); the default layer types put a full layer every
+    // `sliding_window_pattern` (4) of 40.
+    assert_eq!(
+        nope(r#"{"model_type": "cohere2", "head_dim": 128}"#),
+        every_fourth(40)
+    );
+    assert_eq!(
+        nope(
+            r#"{"model_type": "cohere2", "head_dim": 128, "layer_types":
+            ["full_attention", "sliding_attention", "sliding_attention"]}"#
+        ),
+        [vec![0], (3..64).collect()].concat()
+    );
+    // ... and with `sliding_window: null`, `self.sliding_window` is None on every layer.
+    assert_eq!(
+        nope(
+            r#"{"model_type": "cohere2", "head_dim": 128, "num_hidden_layers": 8,
+            "sliding_window": null}"#
+        ),
+        (0..64).collect::<Vec<_>>()
+    );
+    // EXAONE 4: `if self.sliding_window is None or self.is_sliding`; 32 layers by default.
+    assert_eq!(
+        nope(r#"{"model_type": "exaone4", "head_dim": 128}"#),
+        every_fourth(32)
+    );
+    assert_eq!(
+        nope(
+            r#"{"model_type": "exaone4", "head_dim": 128, "num_hidden_layers": 64,
+            "sliding_window": 4096, "sliding_window_pattern": 4}"#
+        ),
+        (0..64).filter(|i| (i + 1) % 4 == 0).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        nope(
+            r#"{"model_type": "exaone4", "head_dim": 64, "num_hidden_layers": 30,
+            "sliding_window": null}"#
+        ),
+        Vec::<usize>::new()
+    );
+    // AFMoE: the rope on local layers; `global_attn_every_n_layers` (4) of 32.
+    assert_eq!(
+        nope(r#"{"model_type": "afmoe", "head_dim": 128}"#),
+        every_fourth(32)
+    );
+    // Every other model rotates every layer.
+    assert_eq!(nope(&text("llama-3.1-8b")), Vec::<usize>::new());
+    assert_eq!(nope(&text("gpt-oss-20b")), Vec::<usize>::new());
+    assert_eq!(nope(&text("gemma-3-4b-it")), Vec::<usize>::new());
+
+    // `for_layer` agrees, and the rope of a layer that has one is the model's rope.
+    let ropes = ropes_from_hf_config(scout).unwrap();
+    assert_eq!(ropes.for_layer(3), None);
+    assert_eq!(ropes.for_layer(4), ropes.single());
+    assert_eq!(ropes.for_layer(48), None);
+}
+
+/// Llama 4 rotates adjacent channel pairs (`torch.view_as_complex` of the head reshaped to
+/// `(-1, 2)`), with Llama 3's scaling.
+#[test]
+fn llama4_pairs_adjacent_channels() {
+    let json = r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+        "head_dim": 128, "rope_theta": 500000.0, "max_position_embeddings": 10485760,
+        "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}}"#;
+    let rope = *ropes_from_hf_config(json).unwrap().single().unwrap();
+    assert_eq!(rope.layout(), posenc::Layout::Interleaved);
+    let rh = r#"{"model_type": "llama", "head_dim": 128, "rope_theta": 500000.0,
+        "max_position_embeddings": 10485760,
+        "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}"#;
+    let llama = *ropes_from_hf_config(rh).unwrap().single().unwrap();
+    assert_eq!(llama.layout(), posenc::Layout::RotateHalf);
+    assert_eq!(rope.inv_freq(), llama.inv_freq());
+}
+
+/// Configs that say there is no rope, and bad NoPE settings: typed errors naming the key.
+#[test]
+fn nope_settings_are_checked() {
+    // GraniteMoeHybrid's `position_embedding_type` defaults to None: no rope at all.
+    let (key, kind) = err(r#"{"model_type": "granitemoehybrid", "head_dim": 128}"#);
+    assert_eq!(
+        (key.as_str(), kind),
+        ("position_embedding_type", ConfigErrorKind::UnknownValue)
+    );
+    assert!(
+        ropes_from_hf_config(
+            r#"{"model_type": "granitemoehybrid", "head_dim": 128,
+            "position_embedding_type": "rope"}"#
+        )
+        .is_ok()
+    );
+    for (json, want_key, want_kind) in [
+        (
+            r#"{"model_type": "llama4_text", "head_dim": 64, "no_rope_layers": "all"}"#,
+            "no_rope_layers",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"model_type": "llama4_text", "head_dim": 64, "no_rope_layers": [1, "x"]}"#,
+            "no_rope_layers",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"model_type": "llama4_text", "head_dim": 64, "num_hidden_layers": 3,
+                "no_rope_layers": [1, 0]}"#,
+            "no_rope_layers",
+            ConfigErrorKind::OutOfRange,
+        ),
+        // SmolLM3 keeps an empty list, which has no entry for its first layer.
+        (
+            r#"{"model_type": "smollm3", "head_dim": 64, "no_rope_layers": []}"#,
+            "no_rope_layers",
+            ConfigErrorKind::OutOfRange,
+        ),
+        (
+            r#"{"model_type": "smollm3", "head_dim": 64, "no_rope_layer_interval": 0}"#,
+            "no_rope_layer_interval",
+            ConfigErrorKind::OutOfRange,
+        ),
+        (
+            r#"{"model_type": "cohere2", "head_dim": 64, "sliding_window_pattern": 0}"#,
+            "sliding_window_pattern",
+            ConfigErrorKind::OutOfRange,
+        ),
+        (
+            r#"{"model_type": "exaone4", "head_dim": 64, "sliding_window_pattern": "LLLG"}"#,
+            "sliding_window_pattern",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"model_type": "afmoe", "head_dim": 64, "global_attn_every_n_layers": -4}"#,
+            "global_attn_every_n_layers",
+            ConfigErrorKind::OutOfRange,
+        ),
+    ] {
+        let (key, kind) = err(json);
+        assert_eq!((key.as_str(), kind), (want_key, want_kind), "{json}");
+    }
+}

@@ -120,6 +120,8 @@ pub struct HfOptions {
 pub struct HfRopes {
     ropes: Vec<(String, Rope)>,
     layer_types: Vec<String>,
+    /// Per layer, whether its attention applies the rope (`None`: every layer does).
+    rotary: Option<Vec<bool>>,
 }
 
 impl HfRopes {
@@ -151,20 +153,54 @@ impl HfRopes {
     }
 
     /// The rope of layer `layer`: through the config's `layer_types` list (or, for Gemma 3,
-    /// its `sliding_window_pattern`), or the single rope. `None` when the model has several
-    /// ropes and `layer` is past the list, or its type is one the config gives no rope
-    /// settings (a layer without attention, or a name misspelt in one of the two places:
-    /// compare [`layer_types`](Self::layer_types) with [`iter`](Self::iter)).
+    /// its `sliding_window_pattern`), or the single rope. `None` for a layer whose attention
+    /// runs without position encoding ([`rotates`](Self::rotates) is false: Llama 4's and
+    /// SmolLM3's NoPE layers, the global layers of Cohere 2, EXAONE 4 and AFMoE); when the
+    /// model has several ropes and `layer` is past the list; or when its type is one the
+    /// config gives no rope settings (a layer without attention, or a name misspelt in one of
+    /// the two places: compare [`layer_types`](Self::layer_types) with [`iter`](Self::iter)).
     ///
     /// ```
     /// let ropes = posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap();
     /// assert_eq!(ropes.for_layer(7), ropes.single());
     /// ```
     pub fn for_layer(&self, layer: usize) -> Option<&Rope> {
+        if !self.rotates(layer) {
+            return None;
+        }
         if let Some(r) = self.single() {
             return Some(r);
         }
         self.get(self.layer_types.get(layer)?)
+    }
+
+    /// Whether layer `layer`'s attention applies the rope, as the model's code decides:
+    /// false for a NoPE layer, whose queries and keys a runtime must leave unrotated.
+    ///
+    /// | `model_type` | layers without rope | from |
+    /// |---|---|---|
+    /// | `llama4`, `llama4_text`, `smollm3` | `no_rope_layers[i] == 0` | `no_rope_layers`, else every `no_rope_layer_interval`-th (4) of `num_hidden_layers` (48; SmolLM3: 36) |
+    /// | `cohere2` | every layer not of type `"sliding_attention"` (all, with `sliding_window: null`) | `layer_types`, else every `sliding_window_pattern`-th (4) of `num_hidden_layers` (40) |
+    /// | `afmoe` | every layer not of type `"sliding_attention"` | `layer_types`, else every `global_attn_every_n_layers`-th (4) of `num_hidden_layers` (32) |
+    /// | `exaone4` | every layer not of type `"sliding_attention"`, unless `sliding_window` is `null` (then none) | `layer_types`, else every `sliding_window_pattern`-th (4) of `num_hidden_layers` (32) |
+    ///
+    /// For every other model, every layer rotates (true for any `layer`). For the models in
+    /// the table, a `layer` past the model's layers is false.
+    ///
+    /// ```
+    /// // Llama 4 Scout: every fourth layer has no positional encoding (iRoPE).
+    /// let ropes = posenc::load::ropes_from_hf_config(r#"{"model_type": "llama4",
+    ///     "text_config": {"model_type": "llama4_text", "head_dim": 128,
+    ///                     "num_hidden_layers": 48, "rope_theta": 500000.0}}"#).unwrap();
+    /// assert!(ropes.rotates(0) && ropes.rotates(2) && !ropes.rotates(3));
+    /// assert_eq!(ropes.for_layer(3), None);
+    /// assert_eq!(ropes.single().unwrap().layout(), posenc::Layout::Interleaved);
+    /// ```
+    pub fn rotates(&self, layer: usize) -> bool {
+        match &self.rotary {
+            None => true,
+            Some(r) => r.get(layer) == Some(&true),
+        }
     }
 
     /// `(layer type, rope)` pairs.
@@ -242,10 +278,11 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// θ = 1e4, `head_dim` 256; GPT-NeoX: `rotary_pct` 0.25).
 ///
 /// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), GLM
-/// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`) and DeepSeek-V2/V3
-/// (`rope_interleave`, default true); [`Layout::RotateHalf`] (HF's `rotate_half`) for every
-/// other model. DeepSeek's rope covers `qk_rope_head_dim` channels, so its `Rope` has
-/// `head_dim = qk_rope_head_dim` (as [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
+/// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), Llama 4 (`llama4`,
+/// `llama4_text`) and DeepSeek-V2/V3 (`rope_interleave`, default true);
+/// [`Layout::RotateHalf`] (HF's `rotate_half`) for every other model. DeepSeek's rope covers
+/// `qk_rope_head_dim` channels, so its `Rope` has `head_dim = qk_rope_head_dim` (as
+/// [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
 ///
 /// Strictness: every key inside `rope_scaling` / `rope_parameters` must belong to the
 /// declared scheme ([`ConfigErrorKind::UnknownKey`] names it); keys given twice with
@@ -254,6 +291,12 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// [`ConfigErrorKind::Contradiction`]. Keys outside the rope settings are not checked (a
 /// config has many). No input panics: malformed JSON, wrong types, huge or fractional
 /// numbers are typed errors.
+///
+/// Layers without position encoding (Llama 4's and SmolLM3's NoPE layers, the global layers
+/// of Cohere 2, EXAONE 4 and AFMoE) are read from `no_rope_layers` / `layer_types` and their
+/// defaults: see [`HfRopes::rotates`]. A config without rotary positions is an
+/// [`ConfigErrorKind::UnknownValue`] on `position_embedding_type`: a value other than
+/// `"rope"`, or none for GraniteMoeHybrid, whose default is none.
 ///
 /// ```
 /// use posenc::load::{ropes_from_hf_config_with, HfOptions};
@@ -417,8 +460,8 @@ impl<'a> Cfg<'a> {
         let model_type = self.model_type()?;
         // Granite 4 (`"nope"`) and BERT-style configs (`"absolute"`) say so here: a Rope built
         // for them would rotate a model that was never trained with rotations.
-        if let Some((k, v)) = self.get("position_embedding_type") {
-            match v.as_str() {
+        match self.get("position_embedding_type") {
+            Some((k, v)) => match v.as_str() {
                 Some("rope") => {}
                 Some(other) => {
                     return Err(ConfigError::new(
@@ -428,7 +471,17 @@ impl<'a> Cfg<'a> {
                     ));
                 }
                 None => return Err(wrong(&k, "a string")),
+            },
+            // GraniteMoeHybrid's config class defaults to no position embedding (`None`):
+            // its attention rotates only with `"rope"` written out.
+            None if model_type == "granitemoehybrid" => {
+                return Err(ConfigError::new(
+                    "position_embedding_type",
+                    ConfigErrorKind::UnknownValue,
+                    "absent, and GraniteMoeHybrid's default is no position embedding, not rotary",
+                ));
             }
+            None => {}
         }
         let gemma3 = matches!(model_type, "gemma3" | "gemma3_text");
 
@@ -446,7 +499,10 @@ impl<'a> Cfg<'a> {
             self.head_dim(model_type)?
         };
         let layout = match model_type {
-            "gptj" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" => Layout::Interleaved,
+            // Llama 4 rotates adjacent pairs as complex numbers (`view_as_complex`); its HF
+            // checkpoint is not permuted to rotate_half as Llama 1–3's are.
+            "gptj" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" | "llama4"
+            | "llama4_text" => Layout::Interleaved,
             _ if deepseek => match self.get("rope_interleave") {
                 None => Layout::Interleaved,
                 Some((k, v)) => match v.as_bool() {
@@ -565,11 +621,112 @@ impl<'a> Cfg<'a> {
             ropes[0].0 = "default".to_owned();
         }
 
-        let layer_types = self.layer_types(gemma3)?;
-        Ok(HfRopes { ropes, layer_types })
+        let layer_types = self.layer_types(model_type)?;
+        let rotary = self.rotary(model_type, &layer_types)?;
+        Ok(HfRopes {
+            ropes,
+            layer_types,
+            rotary,
+        })
     }
 
-    fn layer_types(&self, gemma3: bool) -> Result<Vec<String>, ConfigError> {
+    /// Whether `key` is written as `null` (where HF's value is then `None`, not the config
+    /// class's default): `text_config` first, then the top level.
+    fn null(&self, key: &str) -> bool {
+        let v = match self.text.and_then(|t| t.get(key)) {
+            Some(v) => Some(v),
+            None => self.root.get(key),
+        };
+        v.is_some_and(Value::is_null)
+    }
+
+    /// `num_hidden_layers`, or the config class's default; capped (a list per layer is built).
+    fn layers(&self, default: usize) -> Result<usize, ConfigError> {
+        Ok(self
+            .usize("num_hidden_layers")?
+            .unwrap_or(default)
+            .min(1 << 16))
+    }
+
+    /// A period of layers (every `n`-th is the odd one out), or the config class's default;
+    /// 0 is refused, where HF would divide by it.
+    fn period(&self, key: &str, default: usize) -> Result<usize, ConfigError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some((k, v)) => match num_usize(&k, v)? {
+                0 => Err(ConfigError::new(
+                    k,
+                    ConfigErrorKind::OutOfRange,
+                    "must be positive",
+                )),
+                n => Ok(n),
+            },
+        }
+    }
+
+    /// Per layer, whether its attention applies the rope, for the models whose code decides
+    /// it per layer (see [`HfRopes::rotates`]); `None` for every other model.
+    fn rotary(
+        &self,
+        model_type: &str,
+        layer_types: &[String],
+    ) -> Result<Option<Vec<bool>>, ConfigError> {
+        let sliding = || -> Option<Vec<bool>> {
+            Some(
+                layer_types
+                    .iter()
+                    .map(|t| t == "sliding_attention")
+                    .collect(),
+            )
+        };
+        match model_type {
+            // `use_rope = config.no_rope_layers[layer_idx]` (1: rope). Absent, the list has a
+            // NoPE layer every `no_rope_layer_interval`; Llama 4's config treats an empty list
+            // as absent, SmolLM3's keeps it (and HF fails at its first layer).
+            "llama4" | "llama4_text" | "smollm3" => {
+                let llama4 = model_type != "smollm3";
+                let n = self.layers(if llama4 { 48 } else { 36 })?;
+                if let Some((k, v)) = self.get("no_rope_layers") {
+                    let a = v
+                        .as_array()
+                        .ok_or_else(|| wrong(&k, "a list of 0s and 1s"))?;
+                    if !(llama4 && a.is_empty()) {
+                        let list = a
+                            .iter()
+                            .map(|x| match x {
+                                Value::Bool(b) => Ok(*b),
+                                _ => num_u64(&k, x).map(|n| n != 0),
+                            })
+                            .collect::<Result<Vec<bool>, _>>()?;
+                        // HF indexes it by layer: one entry per layer at least.
+                        if list.len() < n.max(1) {
+                            return Err(ConfigError::new(
+                                k,
+                                ConfigErrorKind::OutOfRange,
+                                format!("{} entries for {} layers", list.len(), n.max(1)),
+                            ));
+                        }
+                        return Ok(Some(list));
+                    }
+                }
+                let every = self.period("no_rope_layer_interval", 4)?;
+                Ok(Some((0..n).map(|i| (i + 1) % every != 0).collect()))
+            }
+            // Cohere 2: `sliding_window if layer_types[i] == "sliding_attention" else None`,
+            // and the rope only where that is not None (so nowhere with `sliding_window: null`).
+            "cohere2" if self.null("sliding_window") => {
+                Ok(Some(Vec::from_iter(layer_types.iter().map(|_| false))))
+            }
+            // AFMoE (Arcee): the rope on local (sliding) layers only.
+            "cohere2" | "afmoe" => Ok(sliding()),
+            // EXAONE 4: `if self.sliding_window is None or self.is_sliding`.
+            "exaone4" if self.null("sliding_window") => Ok(None),
+            "exaone4" => Ok(sliding()),
+            _ => Ok(None),
+        }
+    }
+
+    fn layer_types(&self, model_type: &str) -> Result<Vec<String>, ConfigError> {
         if let Some((k, v)) = self.get("layer_types") {
             let a = v.as_array().ok_or_else(|| wrong(&k, "a list of strings"))?;
             return a
@@ -581,22 +738,33 @@ impl<'a> Cfg<'a> {
                 })
                 .collect();
         }
-        if gemma3 {
-            // HF's Gemma3TextConfig: layer i slides unless (i + 1) % pattern == 0.
-            let n = self.usize("num_hidden_layers")?.unwrap_or(26).min(1 << 16);
-            let pattern = self.usize("sliding_window_pattern")?.unwrap_or(6).max(1);
-            return Ok((0..n)
-                .map(|i| {
-                    if (i + 1) % pattern == 0 {
-                        "full_attention"
-                    } else {
-                        "sliding_attention"
-                    }
-                    .to_owned()
-                })
-                .collect());
-        }
-        Ok(Vec::new())
+        // The config classes' own lists: layer i slides unless (i + 1) % period == 0.
+        let (n, pattern) = match model_type {
+            "gemma3" | "gemma3_text" => (
+                self.layers(26)?,
+                self.usize("sliding_window_pattern")?.unwrap_or(6).max(1),
+            ),
+            "cohere2" => (self.layers(40)?, self.period("sliding_window_pattern", 4)?),
+            "afmoe" => (
+                self.layers(32)?,
+                self.period("global_attn_every_n_layers", 4)?,
+            ),
+            // With `sliding_window: null` EXAONE 4's period is 0 (HF then needs the list).
+            "exaone4" if !self.null("sliding_window") => {
+                (self.layers(32)?, self.period("sliding_window_pattern", 4)?)
+            }
+            _ => return Ok(Vec::new()),
+        };
+        Ok((0..n)
+            .map(|i| {
+                if (i + 1) % pattern == 0 {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                }
+                .to_owned()
+            })
+            .collect())
     }
 
     fn head_dim(&self, model_type: &str) -> Result<usize, ConfigError> {
