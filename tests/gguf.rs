@@ -584,3 +584,142 @@ mod header {
         }
     }
 }
+
+/// The layers llama.cpp's graphs run without rope, per architecture. Expected lists are
+/// written from llama.cpp's code (quoted per case), not from posenc's reading of it.
+#[test]
+fn nope_layers_follow_llama_cpp() {
+    use posenc::load::gguf_layer_rotates;
+    let nope = |m: &Meta, n: u32| -> Vec<u32> {
+        (0..n)
+            .filter(|&l| {
+                !gguf_layer_rotates(|k| m.iter().find(|(key, _)| key == k).map(|(_, v)| *v), l)
+                    .unwrap()
+            })
+            .collect()
+    };
+    let every_fourth = |n: u32| -> Vec<u32> { (0..n).filter(|i| (i + 1) % 4 == 0).collect() };
+    let blocks = |n: u32| ("block_count", GgufValue::U32(n));
+    // llama-iswa / smollm3 / afmoe: `use_rope = (il + 1) % n_no_rope_layer_step != 0`, the
+    // step 4 (`llama-hparams.h`).
+    for arch in ["llama4", "smollm3", "afmoe"] {
+        assert_eq!(
+            nope(&meta(arch, &[blocks(48)]), 48),
+            every_fourth(48),
+            "{arch}"
+        );
+    }
+    // Llama 4 without chunked attention (`attention.sliding_window` 0): "always use rope".
+    let m = meta(
+        "llama4",
+        &[blocks(30), ("attention.sliding_window", GgufValue::U32(0))],
+    );
+    assert_eq!(nope(&m, 30), Vec::<u32>::new());
+    let m = meta(
+        "llama4",
+        &[
+            blocks(8),
+            ("attention.sliding_window", GgufValue::U32(8192)),
+        ],
+    );
+    assert_eq!(nope(&m, 8), [3, 7]);
+    // cohere2-iswa: the rope only `if (is_swa)`; `set_swa_pattern(p)` makes the last layer of
+    // every p dense (`il % p < p - 1` slides).
+    assert_eq!(nope(&meta("cohere2", &[blocks(40)]), 40), every_fourth(40));
+    let m = meta(
+        "cohere2",
+        &[
+            blocks(9),
+            ("attention.sliding_window_pattern", GgufValue::U32(3)),
+        ],
+    );
+    assert_eq!(nope(&m, 9), [2, 5, 8]);
+    // exaone4: `use_rope = is_swa(il) || swa_type == NONE`; only the 64-layer model slides.
+    assert_eq!(nope(&meta("exaone4", &[blocks(64)]), 64), every_fourth(64));
+    assert_eq!(nope(&meta("exaone4", &[blocks(30)]), 30), Vec::<u32>::new());
+    // smallthinker: `use_rope = step == n_layer || il % step != 0`, step 4 with a sliding
+    // window, else the block count.
+    let m = meta(
+        "smallthinker",
+        &[
+            blocks(32),
+            ("attention.sliding_window", GgufValue::U32(4096)),
+        ],
+    );
+    assert_eq!(
+        nope(&m, 32),
+        (0..32).filter(|i| i % 4 == 0).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        nope(&meta("smallthinker", &[blocks(32)]), 32),
+        Vec::<u32>::new()
+    );
+    // Every other architecture rotates every layer.
+    for arch in ["llama", "qwen2", "gemma3", "gpt-oss", "olmo2", "command-r"] {
+        assert_eq!(
+            nope(&meta(arch, &[blocks(32)]), 32),
+            Vec::<u32>::new(),
+            "{arch}"
+        );
+    }
+}
+
+#[test]
+fn nope_layer_queries_are_checked() {
+    use posenc::load::gguf_layer_rotates;
+    let ask = |m: &Meta, l: u32| {
+        gguf_layer_rotates(|k| m.iter().find(|(key, _)| key == k).map(|(_, v)| *v), l)
+            .map_err(|e| (e.key, e.kind))
+    };
+    let bc = ("block_count", GgufValue::U32(8));
+    assert_eq!(
+        ask(&meta("smollm3", &[bc]), 8),
+        Err(("block_count", GgufErrorKind::OutOfRange))
+    );
+    assert_eq!(ask(&meta("smollm3", &[]), 1000), Ok(true)); // no block count: the rule alone
+    assert_eq!(
+        ask(&meta("exaone4", &[]), 0),
+        Err(("block_count", GgufErrorKind::Missing))
+    );
+    assert_eq!(
+        ask(&meta("bloom", &[bc]), 0),
+        Err(("general.architecture", GgufErrorKind::NoRope))
+    );
+    assert_eq!(
+        ask(&meta("nope-arch", &[bc]), 0),
+        Err(("general.architecture", GgufErrorKind::Unknown))
+    );
+    let m = meta(
+        "cohere2",
+        &[
+            bc,
+            ("attention.sliding_window_pattern", GgufValue::Str("4")),
+        ],
+    );
+    assert_eq!(
+        ask(&m, 0),
+        Err(("attention.sliding_window_pattern", GgufErrorKind::WrongType))
+    );
+    let m = meta(
+        "llama4",
+        &[bc, ("attention.sliding_window", GgufValue::F32(0.0))],
+    );
+    assert_eq!(
+        ask(&m, 0),
+        Err(("attention.sliding_window", GgufErrorKind::WrongType))
+    );
+    // A per-layer array for the pattern is ignored, as llama.cpp's scalar read ignores it.
+    let flags: &'static [i32] = &[1, 1, 0, 1, 1, 0, 1, 1];
+    let m = meta(
+        "cohere2",
+        &[
+            bc,
+            (
+                "attention.sliding_window_pattern",
+                GgufValue::Array(GgufArray::from_i32(flags)),
+            ),
+        ],
+    );
+    assert_eq!(ask(&m, 3), Ok(false));
+    assert_eq!(ask(&m, 2), Ok(true));
+}

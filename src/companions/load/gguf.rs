@@ -576,6 +576,118 @@ fn rope_err(key: &'static str) -> impl Fn(Error) -> GgufError {
     }
 }
 
+/// The file's `general.architecture` and how llama.cpp rotates it: an error for an unknown
+/// architecture or one without RoPE.
+fn architecture<'a, F>(lookup: &F) -> Result<(&'a str, RopeKind), GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    const ARCH: &str = "general.architecture";
+    let arch = match lookup(ARCH) {
+        Some(GgufValue::Str(s)) => s,
+        Some(_) => return Err(GgufError::new(ARCH, GgufErrorKind::WrongType)),
+        None => return Err(GgufError::new(ARCH, GgufErrorKind::Missing)),
+    };
+    let kind = rope_kind(arch).ok_or(GgufError::new(ARCH, GgufErrorKind::Unknown))?;
+    if kind == RopeKind::None {
+        return Err(GgufError::new(ARCH, GgufErrorKind::NoRope));
+    }
+    Ok((arch, kind))
+}
+
+/// Whether llama.cpp applies the rope at decoder layer `layer` (from 0) of a GGUF model:
+/// false for a layer its graph runs without position encoding (a NoPE layer), whose queries
+/// and keys a runtime must leave unrotated. The rope itself is [`rope_from_gguf`]'s.
+///
+/// llama.cpp decides this per architecture, from no key of its own (its
+/// `n_no_rope_layer_step` is a constant) and from the sliding-window layout:
+///
+/// | architecture | layers without rope |
+/// |---|---|
+/// | `llama4` | every fourth (`(layer + 1) % 4 == 0`); none when `attention.sliding_window` is 0 |
+/// | `smollm3`, `afmoe` | every fourth (`(layer + 1) % 4 == 0`) |
+/// | `cohere2` | the dense (non-sliding) ones: the last of every `attention.sliding_window_pattern` (4) |
+/// | `exaone4` | with 64 blocks (EXAONE 4.0 32B), the last of every `attention.sliding_window_pattern` (4); otherwise none |
+/// | `smallthinker` | with `attention.sliding_window` > 0, the first of every four (`layer % 4 == 0`); otherwise none |
+/// | any other | none |
+///
+/// llama.cpp reads `attention.sliding_window_pattern` as one number (a per-layer array leaves
+/// the default), as here. For `llama4` with `attention.sliding_window` 0 (MobileLLM), its
+/// comment says "always use rope" and its older graph does; a later refactor of its Llama 4
+/// graph leaves the last layer unrotated. This follows the comment.
+///
+/// Errors: as [`rope_from_gguf`] for the architecture (missing, unknown, without RoPE); a
+/// key of the wrong type; [`GgufErrorKind::OutOfRange`] on `block_count` when the file has
+/// it and `layer` is not below it; [`GgufErrorKind::Missing`] on `block_count` for
+/// `exaone4`, whose rule depends on it. Reads no more than those keys; `no_std`, no
+/// allocation.
+///
+/// ```
+/// use posenc::load::{gguf_layer_rotates, GgufValue};
+/// // SmolLM3-3B: 36 blocks, every fourth without rope.
+/// let meta = |key: &str| match key {
+///     "general.architecture" => Some(GgufValue::Str("smollm3")),
+///     "smollm3.block_count" => Some(GgufValue::U32(36)),
+///     _ => None,
+/// };
+/// let nope: Vec<u32> = (0..36).filter(|&l| !gguf_layer_rotates(meta, l).unwrap()).collect();
+/// assert_eq!(nope, [3, 7, 11, 15, 19, 23, 27, 31, 35]);
+/// assert!(gguf_layer_rotates(meta, 36).is_err());
+/// ```
+pub fn gguf_layer_rotates<'a, F>(lookup: F, layer: u32) -> Result<bool, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    let (arch, _) = architecture(&lookup)?;
+    let meta = Meta {
+        lookup: &lookup,
+        arch,
+    };
+    const BLOCKS: &str = "block_count";
+    let blocks = meta.u32(BLOCKS)?;
+    if blocks.is_some_and(|n| layer >= n) {
+        return Err(GgufError::new(BLOCKS, GgufErrorKind::OutOfRange));
+    }
+    // llama.cpp's `set_swa_pattern(p)`: layer `il` slides unless it is the last of its group
+    // of `p` (`p == 0`: every layer slides). The period is read as a scalar; an array is
+    // ignored, as `get_key_or_arr` into a scalar does.
+    let sliding = |il: u32| -> Result<bool, GgufError> {
+        const PATTERN: &str = "attention.sliding_window_pattern";
+        let p = match meta.get(PATTERN)? {
+            None | Some(GgufValue::Array(_)) => 4,
+            Some(v) => {
+                let n = v
+                    .as_u64()
+                    .ok_or(GgufError::new(PATTERN, GgufErrorKind::WrongType))?;
+                u32::try_from(n).map_err(|_| GgufError::new(PATTERN, GgufErrorKind::OutOfRange))?
+            }
+        };
+        Ok(p == 0 || il % p < p - 1)
+    };
+    let window = || meta.u32("attention.sliding_window");
+    Ok(match arch {
+        // `use_rope = n_no_rope_layer_step > 0 && (il + 1) % n_no_rope_layer_step != 0`, the
+        // step 4 (llama.cpp's constant) unless Llama 4 has no chunked attention. (Written
+        // `il % 4 != 3`, which cannot overflow.)
+        "llama4" => window()? == Some(0) || layer % 4 != 3,
+        "smollm3" | "afmoe" => layer % 4 != 3,
+        // The rope only on sliding layers.
+        "cohere2" => sliding(layer)?,
+        "exaone4" => match blocks {
+            None => return Err(GgufError::new(BLOCKS, GgufErrorKind::Missing)),
+            Some(64) => sliding(layer)?,
+            Some(_) => true,
+        },
+        // `use_rope = step == n_layer || il % step != 0`: step 4 with a sliding window, else
+        // the block count.
+        "smallthinker" => match window()? {
+            Some(w) if w > 0 => blocks == Some(4) || !layer.is_multiple_of(4),
+            _ => true,
+        },
+        _ => true,
+    })
+}
+
 /// Builds the [`Rope`] llama.cpp would use for a GGUF model, from its metadata.
 ///
 /// `lookup` returns the value of a metadata key (full key, e.g. `"llama.rope.freq_base"`), or
@@ -647,16 +759,7 @@ pub fn rope_from_gguf<'a, F>(lookup: F, rope_freqs: Option<&[f32]>) -> Result<Ro
 where
     F: Fn(&str) -> Option<GgufValue<'a>>,
 {
-    const ARCH: &str = "general.architecture";
-    let arch = match lookup(ARCH) {
-        Some(GgufValue::Str(s)) => s,
-        Some(_) => return Err(GgufError::new(ARCH, GgufErrorKind::WrongType)),
-        None => return Err(GgufError::new(ARCH, GgufErrorKind::Missing)),
-    };
-    let kind = rope_kind(arch).ok_or(GgufError::new(ARCH, GgufErrorKind::Unknown))?;
-    if kind == RopeKind::None {
-        return Err(GgufError::new(ARCH, GgufErrorKind::NoRope));
-    }
+    let (arch, kind) = architecture(&lookup)?;
     let meta = Meta {
         lookup: &lookup,
         arch,

@@ -40,6 +40,12 @@
 //! # }
 //! ```
 //!
+//! **Layers without rope.** Some models leave the queries and keys of some attention layers
+//! unrotated (NoPE): Llama 4 and SmolLM3 every fourth layer, Cohere 2, EXAONE 4 and AFMoE
+//! their global layers. A runtime asks per layer: [`HfRopes::rotates`] (and
+//! [`HfRopes::for_layer`], `None` there) on the HF route, [`gguf_layer_rotates`] on the GGUF
+//! route.
+//!
 //! Without the `gguf` feature the lookup is any closure, e.g. over the metadata map a GGUF
 //! library already built:
 //!
@@ -80,6 +86,14 @@
 //!   rules claims (Qwen3-VL's `[24, 20, 20]`: pairs 61 and 62) to a fourth axis, which
 //!   llama.cpp sets to 0 for every decoder token: llama.cpp never rotates those pairs, HF
 //!   rotates them with t. The GGUF route follows llama.cpp (their frequency underflows to 0).
+//! * **Which layers have no rope.** HF reads each model's lists (`no_rope_layers`,
+//!   `layer_types`) and its config defaults; llama.cpp hard-codes a period of 4 per
+//!   architecture and writes no key for it. They agree on the published checkpoints and
+//!   differ where a config departs from the period: a `no_rope_layers` list of another
+//!   shape or AFMoE's `global_attn_every_n_layers` other than 4 (llama.cpp: every fourth
+//!   regardless), EXAONE 4 (llama.cpp slides only the 64-layer model; HF any config with a
+//!   `sliding_window`), Llama 4 with `attention.sliding_window` 0 (see
+//!   [`gguf_layer_rotates`]).
 //! * **Magnitude in the op.** ggml multiplies cos and sin by the YaRN magnitude inside the
 //!   rope op, as posenc's `attention_factor` does, so a K-cache shift with it is not a pure
 //!   rotation in either; use [`Rope::shift`](crate::Rope::shift) for shifts.
@@ -93,7 +107,9 @@ mod gguf_file;
 #[cfg(feature = "serde")]
 mod hf;
 
-pub use gguf::{GgufArray, GgufError, GgufErrorKind, GgufType, GgufValue, rope_from_gguf};
+pub use gguf::{
+    GgufArray, GgufError, GgufErrorKind, GgufType, GgufValue, gguf_layer_rotates, rope_from_gguf,
+};
 #[cfg(feature = "gguf")]
 pub use gguf_file::GgufHeader;
 #[cfg(feature = "serde")]
