@@ -1304,6 +1304,24 @@ int posenc_rope_apply_qk_normed_bf16(const struct PosencRope *rope, uint16_t *q,
 int posenc_rope_init_gguf(const uint8_t *bytes, size_t n_bytes, const float *rope_freqs, size_t n_rope_freqs, struct PosencRope *out);
 
 /**
+ * Sets `*rotates` to 1 if llama.cpp applies the rope at decoder layer `layer` (from 0) of a
+ * GGUF model, 0 for a layer its graph runs without position encoding (NoPE: every fourth
+ * layer of Llama 4, SmolLM3 and AFMoE, the dense layers of Cohere 2 and of EXAONE 4.0 32B),
+ * whose queries and keys a runtime must leave unrotated. `bytes` as for
+ * `posenc_rope_init_gguf`; the rules per architecture are posenc's `gguf_layer_rotates`.
+ *
+ * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for an architecture llama.cpp runs without RoPE;
+ * `POSENC_ERR_MODEL_FILE` for malformed or truncated bytes, a key of the wrong type, or a
+ * `layer` not below the file's `block_count` (the detail names the key); or a buffer error.
+ * Nothing is written on error.
+ *
+ * # Safety
+ * `bytes` points to `n_bytes` readable bytes (NULL when 0); `rotates` points to a writable
+ * `int` that does not overlap them.
+ */
+int posenc_gguf_layer_rotates(const uint8_t *bytes, size_t n_bytes, uint32_t layer, int *rotates);
+
+/**
  * Fills `*out` with the rope of decoder layer `layer` that a HuggingFace `config.json`
  * describes, with HF's semantics: its `inv_freq` buffer, attention factor and pairing (see
  * posenc's `load::ropes_from_hf_config_with` for the keys read: transformers-4 `rope_theta`,
@@ -1317,8 +1335,10 @@ int posenc_rope_init_gguf(const uint8_t *bytes, size_t n_bytes, const float *rop
  * load time, or points to the run-time choices HF makes (LongRoPE's long factors, the
  * dynamic-NTK sequence length).
  *
- * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`;
- * `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
+ * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`,
+ * or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
+ * every fourth, the global layers of Cohere 2, EXAONE 4 and AFMoE; its queries and keys stay
+ * unrotated); `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
  * missing, of the wrong type, unknown, contradictory or out of range (the detail names the
  * key); `POSENC_ERR_PARAMETER_OUT_OF_RANGE` when the model has several ropes and `layer` is
  * past its `layer_types` or of a type the config gives no rope settings (a layer without

@@ -12,8 +12,8 @@ use crate::rope::PosencRope;
 use core::ffi::{CStr, c_char, c_int};
 use posenc::Rope;
 use posenc::load::{
-    ConfigError, ConfigErrorKind, GgufErrorKind, GgufHeader, HfOptions, HfRopes, rope_from_gguf,
-    ropes_from_hf_config_with,
+    ConfigError, ConfigErrorKind, GgufError, GgufErrorKind, GgufHeader, HfOptions, HfRopes,
+    gguf_layer_rotates, rope_from_gguf, ropes_from_hf_config_with,
 };
 use std::format;
 
@@ -78,12 +78,54 @@ pub unsafe extern "C" fn posenc_rope_init_gguf(
         let (b, f) = unsafe { (b.as_slice(), f.as_slice()) };
         let header = GgufHeader::parse(b).map_err(|e| Fail::ModelFile(format!("{e}")))?;
         let freqs = (!f.is_empty()).then_some(f);
-        let rope = rope_from_gguf(|key| header.get(key), freqs).map_err(|e| match e.kind {
-            GgufErrorKind::NoRope => Fail::NoRope(format!("{e}")),
-            _ => Fail::ModelFile(format!("{e}")),
-        })?;
+        let rope = rope_from_gguf(|key| header.get(key), freqs).map_err(gguf_fail)?;
         // SAFETY: `o` is the caller's writable `out` (contract), disjoint from both inputs.
         unsafe { store(&o, rope) };
+        Ok(())
+    })
+}
+
+/// The `Fail` of a GGUF error: an architecture without RoPE describes a model without a
+/// rope; everything else is a problem with the file.
+fn gguf_fail(e: GgufError) -> Fail {
+    match e.kind {
+        GgufErrorKind::NoRope => Fail::NoRope(format!("{e}")),
+        _ => Fail::ModelFile(format!("{e}")),
+    }
+}
+
+/// Sets `*rotates` to 1 if llama.cpp applies the rope at decoder layer `layer` (from 0) of a
+/// GGUF model, 0 for a layer its graph runs without position encoding (NoPE: every fourth
+/// layer of Llama 4, SmolLM3 and AFMoE, the dense layers of Cohere 2 and of EXAONE 4.0 32B),
+/// whose queries and keys a runtime must leave unrotated. `bytes` as for
+/// `posenc_rope_init_gguf`; the rules per architecture are posenc's `gguf_layer_rotates`.
+///
+/// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for an architecture llama.cpp runs without RoPE;
+/// `POSENC_ERR_MODEL_FILE` for malformed or truncated bytes, a key of the wrong type, or a
+/// `layer` not below the file's `block_count` (the detail names the key); or a buffer error.
+/// Nothing is written on error.
+///
+/// # Safety
+/// `bytes` points to `n_bytes` readable bytes (NULL when 0); `rotates` points to a writable
+/// `int` that does not overlap them.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posenc_gguf_layer_rotates(
+    bytes: *const u8,
+    n_bytes: usize,
+    layer: u32,
+    rotates: *mut c_int,
+) -> c_int {
+    run(|| {
+        let b = Raw::new(bytes, n_bytes, "bytes")?;
+        let o = Raw::one(rotates.cast_const(), "rotates")?;
+        o.disjoint(&b)?;
+        // SAFETY: checked by Raw::new, readable (contract), not overlapping `rotates`.
+        let b = unsafe { b.as_slice() };
+        let header = GgufHeader::parse(b).map_err(|e| Fail::ModelFile(format!("{e}")))?;
+        let r = gguf_layer_rotates(|key| header.get(key), layer).map_err(gguf_fail)?;
+        // SAFETY: non-NULL and aligned (Raw::one), writable and disjoint from `bytes`
+        // (contract, checked above).
+        unsafe { o.ptr().write(c_int::from(r)) };
         Ok(())
     })
 }
@@ -153,8 +195,10 @@ unsafe fn init_from_config(
 /// load time, or points to the run-time choices HF makes (LongRoPE's long factors, the
 /// dynamic-NTK sequence length).
 ///
-/// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`;
-/// `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
+/// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`,
+/// or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
+/// every fourth, the global layers of Cohere 2, EXAONE 4 and AFMoE; its queries and keys stay
+/// unrotated); `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
 /// missing, of the wrong type, unknown, contradictory or out of range (the detail names the
 /// key); `POSENC_ERR_PARAMETER_OUT_OF_RANGE` when the model has several ropes and `layer` is
 /// past its `layer_types` or of a type the config gives no rope settings (a layer without
@@ -175,6 +219,11 @@ pub unsafe extern "C" fn posenc_rope_init_hf_config(
         // SAFETY: this function's contract.
         unsafe {
             init_from_config(json, n_json, options, out, |ropes| {
+                if !ropes.rotates(layer) {
+                    return Err(Fail::NoRope(format!(
+                        "layer {layer} runs without position encoding (a NoPE layer)"
+                    )));
+                }
                 ropes.for_layer(layer).copied().ok_or(Fail::Posenc(
                     posenc::Error::ParameterOutOfRange {
                         what: "layer",

@@ -424,3 +424,67 @@ fn the_new_codes_have_messages() {
         assert!(ALL_ERROR_CODES.contains(&code));
     }
 }
+
+/// A NoPE layer (no position encoding) is `POSENC_ERR_NO_ROPE` from `config.json`, and
+/// `posenc_gguf_layer_rotates` says 0 for it: Llama 4 and SmolLM3 leave every fourth layer
+/// unrotated in both runtimes (HF's `no_rope_layers` default, llama.cpp's step of 4).
+#[test]
+fn nope_layers_are_reported_per_layer() {
+    let json = r#"{"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+        "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 500000.0}}"#;
+    let want = ropes_from_hf_config_with(json, &HfOptions::default()).unwrap();
+    for layer in 0..8usize {
+        let mut r = sentinel();
+        let before = bytes_of(&r);
+        let code = init_hf(json, layer, None, &mut r);
+        if (layer + 1) % 4 == 0 {
+            assert_eq!(code, POSENC_ERR_NO_ROPE, "layer {layer}");
+            assert!(detail().contains("NoPE"), "{}", detail());
+            assert_eq!(
+                bytes_of(&r),
+                before,
+                "layer {layer}: a failed call wrote the rope"
+            );
+        } else {
+            assert_eq!(code, POSENC_OK, "layer {layer}: {}", detail());
+            assert_eq!(r.as_rope(), want.single());
+        }
+    }
+
+    let (t, arch) = string("smollm3");
+    let file = gguf(&[
+        ("general.architecture", t, arch),
+        ("smollm3.block_count", 4, 8u32.to_le_bytes().to_vec()),
+    ]);
+    let rotates = |layer: u32| -> (i32, i32) {
+        let mut out = -7;
+        // SAFETY: `file` is readable for its length; `out` is a writable int.
+        let code = unsafe { posenc_gguf_layer_rotates(file.as_ptr(), file.len(), layer, &mut out) };
+        (code, out)
+    };
+    let got: Vec<(i32, i32)> = (0..8).map(rotates).collect();
+    let want: Vec<(i32, i32)> = (0..8)
+        .map(|l| (POSENC_OK, i32::from((l + 1) % 4 != 0)))
+        .collect();
+    assert_eq!(got, want);
+    // Past the file's block count: an error, `*rotates` untouched.
+    assert_eq!(rotates(8), (POSENC_ERR_MODEL_FILE, -7));
+    assert!(detail().contains("block_count"), "{}", detail());
+    // An architecture without rope, a truncated file, NULL pointers.
+    let (t, arch) = string("bloom");
+    let bloom = gguf(&[("general.architecture", t, arch)]);
+    let mut out = -7;
+    // SAFETY: readable bytes, writable int.
+    let code = unsafe { posenc_gguf_layer_rotates(bloom.as_ptr(), bloom.len(), 0, &mut out) };
+    assert_eq!((code, out), (POSENC_ERR_NO_ROPE, -7));
+    // SAFETY: as above, a prefix of the file.
+    let code = unsafe { posenc_gguf_layer_rotates(file.as_ptr(), 10, 0, &mut out) };
+    assert_eq!((code, out), (POSENC_ERR_MODEL_FILE, -7));
+    // SAFETY: NULL with a non-zero count, and a NULL `rotates`, are refused before any access.
+    let code = unsafe { posenc_gguf_layer_rotates(null(), 8, 0, &mut out) };
+    assert_eq!((code, out), (POSENC_ERR_NULL_POINTER, -7));
+    // SAFETY: as above.
+    let code =
+        unsafe { posenc_gguf_layer_rotates(file.as_ptr(), file.len(), 0, core::ptr::null_mut()) };
+    assert_eq!(code, POSENC_ERR_NULL_POINTER);
+}

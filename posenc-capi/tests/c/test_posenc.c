@@ -1059,6 +1059,32 @@ static void test_loading(void) {
                POSENC_ERR_PARAMETER_OUT_OF_RANGE);
     const char *bert = "{\"head_dim\": 64, \"position_embedding_type\": \"absolute\"}";
     CHECK_CODE(posenc_rope_init_hf_config(bert, strlen(bert), 0, NULL, &r), POSENC_ERR_NO_ROPE);
+
+    /* NoPE layers: SmolLM3 leaves every fourth layer unrotated, in HF (`no_rope_layers`'
+     * default) and in llama.cpp (its step of 4). */
+    const char *smol = "{\"model_type\": \"smollm3\", \"head_dim\": 128, \"num_hidden_layers\": 8}";
+    for (size_t layer = 0; layer < 8; layer++) {
+        int want = (layer + 1) % 4 == 0 ? POSENC_ERR_NO_ROPE : POSENC_OK;
+        CHECK_CODE(posenc_rope_init_hf_config(smol, strlen(smol), layer, NULL, &r), want);
+    }
+    n = 4;
+    put_le(file, &n, 3, 4);
+    put_le(file, &n, 0, 8);
+    put_le(file, &n, 2, 8);
+    put_key(file, &n, "general.architecture", 8);
+    put_le(file, &n, 7, 8);
+    memcpy(file + n, "smollm3", 7);
+    n += 7;
+    put_key(file, &n, "smollm3.block_count", 4);
+    put_le(file, &n, 8, 4);
+    for (uint32_t layer = 0; layer < 8; layer++) {
+        int rotates = -1;
+        CHECK_CODE(posenc_gguf_layer_rotates(file, n, layer, &rotates), POSENC_OK);
+        CHECK(rotates == ((layer + 1) % 4 != 0), "GGUF smollm3 layer %u: %d", layer, rotates);
+    }
+    int untouched = -1;
+    CHECK_CODE(posenc_gguf_layer_rotates(file, n, 8, &untouched), POSENC_ERR_MODEL_FILE);
+    CHECK(untouched == -1, "a failed query wrote its answer");
 }
 
 /* ------------------------------------------------------------ fused entry points */
