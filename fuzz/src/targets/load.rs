@@ -12,7 +12,10 @@
 //!   times it, and a 4k context's last position is accepted exactly when the rope's
 //!   `position_limit` allows it; channels outside the rotary window stay untouched;
 //! * `config.json`: `get` finds every rope `iter` lists, `single` exactly when there is one,
-//!   and `for_layer` is the single rope or the rope of the layer's type in `layer_types`.
+//!   and `for_layer` is none on a layer that does not rotate, else the single rope or the
+//!   rope of the layer's type in `layer_types`;
+//! * GGUF: `gguf_layer_rotates` answers the same through either lookup, and never refuses
+//!   the architecture of a file `rope_from_gguf` read.
 //!
 //! Input: byte 0 chooses the route (bit 0: GGUF, else JSON) and, for JSON, the options
 //! (bit 1: LongRoPE's long factors; bit 2: a dynamic-NTK length from bytes 1–2). For GGUF,
@@ -20,7 +23,9 @@
 //! `k = 0`), and the rest is the file.
 
 use posenc::Rope;
-use posenc::load::{GgufHeader, GgufValue, HfOptions, rope_from_gguf, ropes_from_hf_config_with};
+use posenc::load::{
+    GgufHeader, GgufValue, HfOptions, gguf_layer_rotates, rope_from_gguf, ropes_from_hf_config_with,
+};
 
 /// The largest head this target rotates: a file may claim any head size, and a larger claim
 /// has its numbers checked without a head being allocated.
@@ -70,10 +75,27 @@ fn gguf(data: &[u8]) {
     let by_get = rope_from_gguf(|key| header.get(key), factors);
     let by_iter = rope_from_gguf(first, factors);
     assert_eq!(format!("{by_get:?}"), format!("{by_iter:?}"));
+    let arch_read = !matches!(&by_iter, Err(e) if e.key == "general.architecture");
     match by_get {
         Ok(rope) => usable(&rope),
         Err(e) => {
             let _ = e.to_string();
+        }
+    }
+    // Which layers rotate: the same answer through either lookup, and an architecture that
+    // builds a rope has one on some layers or is refused on none of its own keys.
+    for layer in [0, 1, 2, 3, 4, 63, 64, u32::MAX] {
+        let by_get = gguf_layer_rotates(|key| header.get(key), layer);
+        assert_eq!(
+            format!("{by_get:?}"),
+            format!("{:?}", gguf_layer_rotates(first, layer))
+        );
+        if let Err(e) = by_get {
+            let _ = e.to_string();
+            assert!(
+                !(arch_read && e.key == "general.architecture"),
+                "{e:?} after {by_iter:?}"
+            );
         }
     }
 }
@@ -105,12 +127,23 @@ fn json(mode: u8, data: &[u8]) {
         assert_eq!(ropes.get(ty), Some(rope), "layer type {ty:?}");
         usable(rope);
     }
-    // A layer's rope is the single one, or its type's (none for a type without settings).
+    // A layer's rope: none where it runs without rope (NoPE), else the single one or its
+    // type's (none for a type without settings).
+    let rope_of = |layer: usize, ty: Option<&String>| {
+        if !ropes.rotates(layer) {
+            return None;
+        }
+        ropes.single().or_else(|| ropes.get(ty?))
+    };
     for (layer, ty) in ropes.layer_types().iter().enumerate() {
-        let want = ropes.single().or_else(|| ropes.get(ty));
-        assert_eq!(ropes.for_layer(layer), want, "layer {layer} of type {ty:?}");
+        assert_eq!(
+            ropes.for_layer(layer),
+            rope_of(layer, Some(ty)),
+            "layer {layer} of type {ty:?}"
+        );
     }
-    assert_eq!(ropes.for_layer(ropes.layer_types().len()), ropes.single());
+    let past = ropes.layer_types().len();
+    assert_eq!(ropes.for_layer(past), rope_of(past, None));
 }
 
 /// A rope built from a file can be used: its numbers are finite and it rotates.
