@@ -966,6 +966,21 @@ static void put_key(uint8_t *buf, size_t *at, const char *key, uint32_t type) {
     put_le(buf, at, type, 4);
 }
 
+/* A GGUF v3 header with no tensors and `n_kv` key/values, then `general.architecture`
+ * (a string, the first of them); returns the length so far. */
+static size_t put_gguf_start(uint8_t *buf, uint64_t n_kv, const char *arch) {
+    size_t at = 0;
+    memcpy(buf, "GGUF", 4);
+    at = 4;
+    put_le(buf, &at, 3, 4);
+    put_le(buf, &at, 0, 8);
+    put_le(buf, &at, n_kv, 8);
+    put_key(buf, &at, "general.architecture", 8);
+    put_le(buf, &at, strlen(arch), 8);
+    memcpy(buf + at, arch, strlen(arch));
+    return at + strlen(arch);
+}
+
 /* Two ropes are the same: rotary dims, frequencies, attention factor, layout's effect. */
 static int same_rope(const PosencRope *a, const PosencRope *b) {
     float fa[256], fb[256];
@@ -991,17 +1006,8 @@ static int same_rope(const PosencRope *a, const PosencRope *b) {
 static void test_loading(void) {
     /* GGUF: a v3 header, 0 tensors, Qwen2.5 7B's three rope keys. */
     uint8_t file[256];
-    size_t n = 0;
-    memcpy(file, "GGUF", 4);
-    n = 4;
-    put_le(file, &n, 3, 4);
-    put_le(file, &n, 0, 8);
-    put_le(file, &n, 3, 8);
-    put_key(file, &n, "general.architecture", 8);
-    put_le(file, &n, 5, 8);
-    size_t arch_at = n;
-    memcpy(file + n, "qwen2", 5);
-    n += 5;
+    size_t n = put_gguf_start(file, 3, "qwen2");
+    size_t arch_at = n - 5;
     put_key(file, &n, "qwen2.attention.key_length", 4);
     put_le(file, &n, 128, 4);
     put_key(file, &n, "qwen2.rope.freq_base", 6);
@@ -1067,14 +1073,7 @@ static void test_loading(void) {
         int want = (layer + 1) % 4 == 0 ? POSENC_ERR_NO_ROPE : POSENC_OK;
         CHECK_CODE(posenc_rope_init_hf_config(smol, strlen(smol), layer, NULL, &r), want);
     }
-    n = 4;
-    put_le(file, &n, 3, 4);
-    put_le(file, &n, 0, 8);
-    put_le(file, &n, 2, 8);
-    put_key(file, &n, "general.architecture", 8);
-    put_le(file, &n, 7, 8);
-    memcpy(file + n, "smollm3", 7);
-    n += 7;
+    n = put_gguf_start(file, 2, "smollm3");
     put_key(file, &n, "smollm3.block_count", 4);
     put_le(file, &n, 8, 4);
     for (uint32_t layer = 0; layer < 8; layer++) {
