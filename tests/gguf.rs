@@ -723,3 +723,111 @@ fn nope_layer_queries_are_checked() {
     assert_eq!(ask(&m, 3), Ok(false));
     assert_eq!(ask(&m, 2), Ok(true));
 }
+
+/// Per-layer ropes: llama.cpp's Gemma 3 rotates its sliding-window layers with
+/// `rope_freq_base_train_swa` (10000 unless `rope.freq_base_swa`) unscaled, and its OLMo 3
+/// graph (`olmo2` with a sliding window) rotates them "with no yarn rope scaling". Expected
+/// ropes are the presets (checked against HF elsewhere) or posenc's unscaled rope of the
+/// base; never this function's own output.
+#[test]
+fn layer_ropes_follow_llama_cpp() {
+    use posenc::RopeConfig;
+    use posenc::load::rope_from_gguf_layer;
+    let layer = |m: &Meta, l: u32| {
+        rope_from_gguf_layer(
+            |k| m.iter().find(|(key, _)| key == k).map(|(_, v)| *v),
+            None,
+            l,
+        )
+    };
+    let gemma = |extra: &[(&str, GgufValue<'static>)]| {
+        let mut kv = vec![
+            ("block_count", GgufValue::U32(34)),
+            ("attention.key_length", GgufValue::U32(256)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+            ("rope.scaling.type", GgufValue::Str("linear")),
+            ("rope.scaling.factor", GgufValue::F32(8.0)),
+        ];
+        kv.extend_from_slice(extra);
+        meta("gemma3", &kv)
+    };
+    let (local, global) = (
+        presets::GEMMA_3_4B_LOCAL.rope().unwrap(),
+        presets::GEMMA_3_4B_GLOBAL.rope().unwrap(),
+    );
+    // `set_swa_pattern(6)`: layers 5, 11, … are global.
+    let m = gemma(&[]);
+    for l in 0..34 {
+        let want = if l % 6 == 5 { global } else { local };
+        assert_eq!(layer(&m, l).unwrap(), Some(want), "gemma3 layer {l}");
+    }
+    assert_eq!(
+        build(&m, None).unwrap(),
+        global,
+        "rope_from_gguf is the global layers'"
+    );
+    // A scalar period, a per-layer array, a base of its own, no sliding window.
+    let m = gemma(&[("attention.sliding_window_pattern", GgufValue::U32(2))]);
+    assert_eq!(layer(&m, 2).unwrap(), Some(local));
+    assert_eq!(layer(&m, 3).unwrap(), Some(global));
+    let flags: &'static [i32] = &[0, 1, 1];
+    let m = gemma(&[(
+        "attention.sliding_window_pattern",
+        GgufValue::Array(GgufArray::from_i32(flags)),
+    )]);
+    let got: Vec<_> = (0..4).map(|l| layer(&m, l).unwrap()).collect();
+    assert_eq!(got, [Some(global), Some(local), Some(local), Some(global)]);
+    let m = gemma(&[("rope.freq_base_swa", GgufValue::F32(5e4))]);
+    let want = Rope::new(&RopeConfig::new(256, 5e4, Layout::RotateHalf)).unwrap();
+    assert_eq!(layer(&m, 0).unwrap(), Some(want));
+    let m = gemma(&[("attention.sliding_window", GgufValue::U32(0))]);
+    assert_eq!(layer(&m, 0).unwrap(), Some(global));
+    let m = gemma(&[("rope.freq_base_swa", GgufValue::F32(-1.0))]);
+    assert_eq!(
+        layer(&m, 0).map_err(|e| (e.key, e.kind)),
+        Err(("rope.freq_base_swa", GgufErrorKind::OutOfRange))
+    );
+
+    // OLMo 3: YaRN on the full layers, the plain rope of the base on the sliding ones.
+    let olmo = |window: u32| {
+        meta(
+            "olmo2",
+            &[
+                ("block_count", GgufValue::U32(32)),
+                ("attention.key_length", GgufValue::U32(128)),
+                ("rope.freq_base", GgufValue::F32(5e5)),
+                ("context_length", GgufValue::U32(65536)),
+                ("rope.scaling.type", GgufValue::Str("yarn")),
+                ("rope.scaling.factor", GgufValue::F32(8.0)),
+                ("rope.scaling.original_context_length", GgufValue::U32(8192)),
+                ("attention.sliding_window", GgufValue::U32(window)),
+            ],
+        )
+    };
+    let plain = Rope::new(&RopeConfig::new(128, 5e5, Layout::RotateHalf)).unwrap();
+    let m = olmo(4096);
+    let yarn = build(&m, None).unwrap();
+    assert_ne!(yarn, plain);
+    for l in 0..32 {
+        let want = if (l + 1) % 4 == 0 { yarn } else { plain };
+        assert_eq!(layer(&m, l).unwrap(), Some(want), "olmo2 layer {l}");
+    }
+    // Without a sliding window, every layer is the file's rope.
+    let m = olmo(0);
+    assert!((0..32).all(|l| layer(&m, l).unwrap() == Some(yarn)));
+
+    // A NoPE layer has none; other architectures have the file's rope on every layer.
+    let m = meta(
+        "smollm3",
+        &[
+            ("block_count", GgufValue::U32(8)),
+            ("attention.key_length", GgufValue::U32(128)),
+        ],
+    );
+    assert_eq!(layer(&m, 3).unwrap(), None);
+    assert_eq!(layer(&m, 2).unwrap(), Some(build(&m, None).unwrap()));
+    assert_eq!(
+        layer(&m, 8).map_err(|e| (e.key, e.kind)),
+        Err(("block_count", GgufErrorKind::OutOfRange))
+    );
+}

@@ -597,7 +597,8 @@ where
 
 /// Whether llama.cpp applies the rope at decoder layer `layer` (from 0) of a GGUF model:
 /// false for a layer its graph runs without position encoding (a NoPE layer), whose queries
-/// and keys a runtime must leave unrotated. The rope itself is [`rope_from_gguf`]'s.
+/// and keys a runtime must leave unrotated. The rope of a layer that has one is
+/// [`rope_from_gguf_layer`]'s.
 ///
 /// llama.cpp decides this per architecture, from no key of its own (its
 /// `n_no_rope_layer_step` is a constant) and from the sliding-window layout:
@@ -648,22 +649,6 @@ where
     if blocks.is_some_and(|n| layer >= n) {
         return Err(GgufError::new(BLOCKS, GgufErrorKind::OutOfRange));
     }
-    // llama.cpp's `set_swa_pattern(p)`: layer `il` slides unless it is the last of its group
-    // of `p` (`p == 0`: every layer slides). The period is read as a scalar; an array is
-    // ignored, as `get_key_or_arr` into a scalar does.
-    let sliding = |il: u32| -> Result<bool, GgufError> {
-        const PATTERN: &str = "attention.sliding_window_pattern";
-        let p = match meta.get(PATTERN)? {
-            None | Some(GgufValue::Array(_)) => 4,
-            Some(v) => {
-                let n = v
-                    .as_u64()
-                    .ok_or(GgufError::new(PATTERN, GgufErrorKind::WrongType))?;
-                u32::try_from(n).map_err(|_| GgufError::new(PATTERN, GgufErrorKind::OutOfRange))?
-            }
-        };
-        Ok(p == 0 || il % p < p - 1)
-    };
     let window = || meta.u32("attention.sliding_window");
     Ok(match arch {
         // `use_rope = n_no_rope_layer_step > 0 && (il + 1) % n_no_rope_layer_step != 0`, the
@@ -672,10 +657,10 @@ where
         "llama4" => window()? == Some(0) || layer % 4 != 3,
         "smollm3" | "afmoe" => layer % 4 != 3,
         // The rope only on sliding layers.
-        "cohere2" => sliding(layer)?,
+        "cohere2" => slides(&meta, layer, 4, Array::Ignored)?,
         "exaone4" => match blocks {
             None => return Err(GgufError::new(BLOCKS, GgufErrorKind::Missing)),
-            Some(64) => sliding(layer)?,
+            Some(64) => slides(&meta, layer, 4, Array::Ignored)?,
             Some(_) => true,
         },
         // `use_rope = step == n_layer || il % step != 0`: step 4 with a sliding window, else
@@ -688,7 +673,9 @@ where
     })
 }
 
-/// Builds the [`Rope`] llama.cpp would use for a GGUF model, from its metadata.
+/// Builds the [`Rope`] llama.cpp would use for a GGUF model, from its metadata: the rope of
+/// every layer that has one, or, for a model whose sliding-window layers rotate differently
+/// (Gemma 3, OLMo 3), of its global layers; [`rope_from_gguf_layer`] gives each layer's.
 ///
 /// `lookup` returns the value of a metadata key (full key, e.g. `"llama.rope.freq_base"`), or
 /// `None` if the file does not have it. `rope_freqs` is the content of the model's frequency
@@ -759,11 +746,142 @@ pub fn rope_from_gguf<'a, F>(lookup: F, rope_freqs: Option<&[f32]>) -> Result<Ro
 where
     F: Fn(&str) -> Option<GgufValue<'a>>,
 {
-    let (arch, kind) = architecture(&lookup)?;
+    build(&lookup, rope_freqs, Swa::Global)
+}
+
+/// The rope llama.cpp applies at decoder layer `layer` (from 0) of a GGUF model: `None` where
+/// its graph runs the layer without rope ([`gguf_layer_rotates`]), else [`rope_from_gguf`]'s
+/// rope, except on the sliding-window layers of the architectures whose graphs rotate those
+/// differently:
+///
+/// | architecture | sliding-window layers | their rope |
+/// |---|---|---|
+/// | `gemma3` | all but the last of every `attention.sliding_window_pattern` (6), or the layers a per-layer array of that key marks | base `rope.freq_base_swa` (10000), unscaled (`rope_freq_scale_train_swa = 1`) |
+/// | `olmo2` (OLMo 3), with `attention.sliding_window` > 0 | all but the last of every `attention.sliding_window_pattern` (4), or as its per-layer array marks | the file's base, no scaling, no YaRN, magnitude 1 |
+///
+/// Other architectures rotate every layer that has a rope with the file's settings (llama.cpp
+/// reads `rope.freq_base_swa` for a few more, e.g. `gpt-oss`, where no published file sets
+/// it; posenc does not). `rope_freqs` as for [`rope_from_gguf`] (not applied to OLMo 3's
+/// sliding-window layers, which llama.cpp rotates without factors).
+///
+/// Errors: [`gguf_layer_rotates`]'s, then [`rope_from_gguf`]'s; a sliding-window pattern of
+/// the wrong type.
+///
+/// ```
+/// use posenc::load::{rope_from_gguf_layer, GgufValue};
+/// // Gemma 3 4B: global layers θ = 1e6 with linear ×8; five of every six slide, θ = 1e4.
+/// let meta = |key: &str| match key {
+///     "general.architecture" => Some(GgufValue::Str("gemma3")),
+///     "gemma3.block_count" => Some(GgufValue::U32(34)),
+///     "gemma3.attention.key_length" => Some(GgufValue::U32(256)),
+///     "gemma3.rope.freq_base" => Some(GgufValue::F32(1e6)),
+///     "gemma3.rope.scaling.type" => Some(GgufValue::Str("linear")),
+///     "gemma3.rope.scaling.factor" => Some(GgufValue::F32(8.0)),
+///     _ => None,
+/// };
+/// let global = rope_from_gguf_layer(meta, None, 5).unwrap().unwrap();
+/// let local = rope_from_gguf_layer(meta, None, 4).unwrap().unwrap();
+/// assert_eq!(global, posenc::presets::GEMMA_3_4B_GLOBAL.rope().unwrap());
+/// assert_eq!(local, posenc::presets::GEMMA_3_4B_LOCAL.rope().unwrap());
+/// ```
+pub fn rope_from_gguf_layer<'a, F>(
+    lookup: F,
+    rope_freqs: Option<&[f32]>,
+    layer: u32,
+) -> Result<Option<Rope>, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    if !gguf_layer_rotates(&lookup, layer)? {
+        return Ok(None);
+    }
+    let (arch, _) = architecture(&lookup)?;
     let meta = Meta {
         lookup: &lookup,
         arch,
     };
+    let window = meta.u32("attention.sliding_window")?;
+    let swa = match arch {
+        "gemma3" if window != Some(0) && slides(&meta, layer, 6, Array::PerLayer)? => {
+            Swa::Base(meta.f32("rope.freq_base_swa")?.unwrap_or(10_000.0))
+        }
+        "olmo2" if window.is_some_and(|w| w > 0) && slides(&meta, layer, 4, Array::PerLayer)? => {
+            Swa::Plain
+        }
+        _ => Swa::Global,
+    };
+    if let Swa::Base(b) = swa
+        && b <= 0.0
+    {
+        return Err(GgufError::new(
+            "rope.freq_base_swa",
+            GgufErrorKind::OutOfRange,
+        ));
+    }
+    build(&lookup, rope_freqs, swa).map(Some)
+}
+
+/// How an architecture's loader in llama.cpp reads an array in
+/// `attention.sliding_window_pattern`.
+#[derive(Clone, Copy, PartialEq)]
+enum Array {
+    /// As the layers' flags (`load_swa_pattern`: Gemma 3, OLMo 3).
+    PerLayer,
+    /// Not at all: a scalar read (`get_key_or_arr` into one number) leaves the default period.
+    Ignored,
+}
+
+/// Whether layer `il` slides, by `attention.sliding_window_pattern`: a per-layer array (a
+/// non-zero or true entry slides; a layer past it does not), or a period `p` whose last layer
+/// is dense (llama.cpp's `set_swa_pattern`: `p == 0 || il % p < p − 1`), `period` if absent.
+fn slides<'a, F>(meta: &Meta<'_, F>, il: u32, period: u32, arrays: Array) -> Result<bool, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    const PATTERN: &str = "attention.sliding_window_pattern";
+    let p = match meta.get(PATTERN)? {
+        None => period,
+        Some(GgufValue::Array(_)) if arrays == Array::Ignored => period,
+        Some(GgufValue::Array(a)) => {
+            return match a.get(il as usize) {
+                None => Ok(false),
+                Some(GgufValue::Bool(b)) => Ok(b),
+                Some(v) => v
+                    .as_u64()
+                    .map(|n| n != 0)
+                    .ok_or(GgufError::new(PATTERN, GgufErrorKind::WrongType)),
+            };
+        }
+        Some(v) => {
+            let n = v
+                .as_u64()
+                .ok_or(GgufError::new(PATTERN, GgufErrorKind::WrongType))?;
+            u32::try_from(n).map_err(|_| GgufError::new(PATTERN, GgufErrorKind::OutOfRange))?
+        }
+    };
+    Ok(p == 0 || il % p < p - 1)
+}
+
+/// What a sliding-window layer's rope takes instead of the file's (llama.cpp's
+/// `get_rope_freq_base` / `get_rope_freq_scale` of an SWA layer, and OLMo 3's graph).
+#[derive(Clone, Copy, PartialEq)]
+enum Swa {
+    /// Not a sliding-window layer, or one that rotates as the others.
+    Global,
+    /// Gemma 3: `rope_freq_base_train_swa` (this base) and `rope_freq_scale_train_swa = 1`;
+    /// the YaRN settings and the magnitude stay the model's.
+    Base(f32),
+    /// OLMo 3 (`olmo2`): "regular rope with no yarn rope scaling", the file's base with
+    /// `freq_scale = 1`, `ext_factor = 0`, `attn_factor = 1` and no frequency factors.
+    Plain,
+}
+
+fn build<'a, F>(lookup: &F, rope_freqs: Option<&[f32]>, swa: Swa) -> Result<Rope, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    let (arch, kind) = architecture(lookup)?;
+    let meta = Meta { lookup, arch };
 
     // Head and rotary dims.
     let key_length = meta.u32("attention.key_length")?;
@@ -813,6 +931,11 @@ where
     if base <= 0.0 {
         return Err(GgufError::new("rope.freq_base", GgufErrorKind::OutOfRange));
     }
+    let base = match swa {
+        Swa::Base(b) => b,
+        Swa::Global | Swa::Plain => base,
+    };
+    let rope_freqs = if swa == Swa::Plain { None } else { rope_freqs };
     const TYPE: &str = "rope.scaling.type";
     #[derive(PartialEq)]
     enum ScalingType {
@@ -845,6 +968,12 @@ where
     }
     let mut freq_scale = if factor == 0.0 { 1.0 } else { 1.0 / factor };
     if scaling_type == ScalingType::None {
+        freq_scale = 1.0;
+    }
+    // llama_context resolves the magnitude from the model's `freq_scale`; the op's own factor
+    // and the frequencies take the layer's.
+    let model_freq_scale = freq_scale;
+    if swa != Swa::Global {
         freq_scale = 1.0;
     }
     let rope_attn_factor = meta.f32("rope.scaling.attn_factor")?.unwrap_or(1.0);
@@ -916,9 +1045,10 @@ where
     }
 
     // Magnitude: llama_context's resolution of `yarn_attn_factor`, then ggml's in-op factor.
+    let ext_factor = if swa == Swa::Plain { 0.0 } else { ext_factor };
     let mut attn = yarn_attn_factor;
     if ext_factor != 0.0 {
-        let s = 1.0 / freq_scale;
+        let s = 1.0 / model_freq_scale;
         if log_mul != 0.0 {
             let mscale_all_dims = log_mul;
             let mscale = if arch == "deepseek2" && mscale_all_dims != 1.0 {
@@ -933,6 +1063,9 @@ where
         attn *= 1.0 / (1.0 + 0.1 * libm::logf(s));
     }
     attn *= rope_attn_factor;
+    if swa == Swa::Plain {
+        attn = 1.0;
+    }
     let mut magnitude = attn;
     if ext_factor != 0.0 {
         magnitude *= 1.0 + 0.1 * libm::logf(1.0 / freq_scale);

@@ -40,11 +40,12 @@
 //! # }
 //! ```
 //!
-//! **Layers without rope.** Some models leave the queries and keys of some attention layers
-//! unrotated (NoPE): Llama 4 and SmolLM3 every fourth layer, Cohere 2, EXAONE 4 and AFMoE
-//! their global layers. A runtime asks per layer: [`HfRopes::rotates`] (and
-//! [`HfRopes::for_layer`], `None` there) on the HF route, [`gguf_layer_rotates`] on the GGUF
-//! route.
+//! **Per layer.** Some models rotate their layers differently: Gemma 3's sliding-window
+//! layers with their own base, OLMo 3's without its YaRN scaling; and some leave the queries
+//! and keys of some layers unrotated (NoPE): Llama 4 and SmolLM3 every fourth layer, Cohere 2,
+//! EXAONE 4 and AFMoE their global layers. A runtime asks per layer:
+//! [`HfRopes::for_layer`] (`None` on a NoPE layer; [`HfRopes::rotates`]) on the HF route,
+//! [`rope_from_gguf_layer`] (the same; [`gguf_layer_rotates`]) on the GGUF route.
 //!
 //! Without the `gguf` feature the lookup is any closure, e.g. over the metadata map a GGUF
 //! library already built:
@@ -109,6 +110,7 @@ mod hf;
 
 pub use gguf::{
     GgufArray, GgufError, GgufErrorKind, GgufType, GgufValue, gguf_layer_rotates, rope_from_gguf,
+    rope_from_gguf_layer,
 };
 #[cfg(feature = "gguf")]
 pub use gguf_file::GgufHeader;
