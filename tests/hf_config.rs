@@ -570,3 +570,43 @@ fn nope_settings_are_checked() {
         assert_eq!((key.as_str(), kind), (want_key, want_kind), "{json}");
     }
 }
+
+/// OLMo 3 (transformers-4 form): `rope_scaling` is the full layers'; the sliding layers (three
+/// of every four, `Olmo3Config`'s default `layer_types`) rotate unscaled, HF's
+/// `rotary_embs["sliding_attention"]` built with `rope_type="default"`.
+#[test]
+fn olmo3_sliding_layers_rotate_unscaled() {
+    let yarn = r#""rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+        "original_max_position_embeddings": 8192, "attention_factor": 1.2079441541679836,
+        "beta_fast": 32, "beta_slow": 1}"#;
+    let json = |model: &str| {
+        format!(
+            r#"{{"model_type": "{model}", "hidden_size": 4096, "num_attention_heads": 32,
+            "num_hidden_layers": 8, "max_position_embeddings": 65536, "rope_theta": 500000, {yarn}}}"#
+        )
+    };
+    let ropes = ropes_from_hf_config(&json("olmo3")).unwrap();
+    assert_eq!(ropes.len(), 2);
+    let plain = Rope::new(&posenc::RopeConfig::new(
+        128,
+        500_000.0,
+        posenc::Layout::RotateHalf,
+    ))
+    .unwrap();
+    // OLMo 2 has no sliding layers: its one rope is the scaled one.
+    let scaled = *ropes_from_hf_config(&json("olmo2"))
+        .unwrap()
+        .single()
+        .unwrap();
+    assert_ne!(scaled, plain);
+    for l in 0..8 {
+        let want = if (l + 1) % 4 == 0 { &scaled } else { &plain };
+        assert_eq!(ropes.for_layer(l), Some(want), "layer {l}");
+    }
+    // Without scaling, one rope for every layer.
+    let unscaled = r#"{"model_type": "olmo3", "head_dim": 128, "rope_theta": 500000}"#;
+    assert_eq!(
+        ropes_from_hf_config(unscaled).unwrap().single(),
+        Some(&plain)
+    );
+}

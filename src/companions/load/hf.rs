@@ -268,7 +268,9 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
 ///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
 ///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_dim`, `n_embd`,
-///   `n_head`, `n_positions` (GPT-J); Gemma 3's `rope_local_base_freq`;
+///   `n_head`, `n_positions` (GPT-J); Gemma 3's `rope_local_base_freq` (its local layers'
+///   θ, unscaled) and OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate
+///   unscaled);
 /// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
@@ -609,6 +611,22 @@ impl<'a> Cfg<'a> {
                 ),
             );
         }
+        // OLMo 3 in the transformers-4 form: `rope_scaling` is the full layers'; its sliding
+        // layers rotate unscaled (HF's `rotary_embs["sliding_attention"]` with
+        // `rope_type="default"`, as llama.cpp's OLMo 3 graph).
+        if model_type == "olmo3"
+            && dicts.len() == 1
+            && dicts[0].0 == "default"
+            && params_v5.is_none()
+            && scaling_v4.is_some()
+        {
+            dicts[0].0 = "full_attention".to_owned();
+            let plain = Dict {
+                path: "rope_theta".to_owned(),
+                map: None,
+            };
+            dicts.insert(0, ("sliding_attention".to_owned(), plain, None));
+        }
 
         let mut ropes = Vec::with_capacity(dicts.len());
         for (layer_type, dict, theta) in &dicts {
@@ -749,6 +767,7 @@ impl<'a> Cfg<'a> {
                 self.layers(32)?,
                 self.period("global_attn_every_n_layers", 4)?,
             ),
+            "olmo3" => (self.layers(32)?, 4),
             // With `sliding_window: null` EXAONE 4's period is 0 (HF then needs the list).
             "exaone4" if !self.null("sliding_window") => {
                 (self.layers(32)?, self.period("sliding_window_pattern", 4)?)
