@@ -1290,7 +1290,9 @@ int posenc_rope_apply_qk_normed_bf16(const struct PosencRope *rope, uint16_t *q,
  * tensor as floats (llama3-style frequency factors; for LongRoPE files, the
  * `rope_factors_long` or `rope_factors_short` values you choose), or NULL with 0 when the file
  * has none. Where llama.cpp's reading of a model differs from HF's is listed in posenc's
- * `load` module docs.
+ * `load` module docs. For a model whose layers rotate differently (Gemma 3's and OLMo 3's
+ * sliding-window layers; NoPE layers) this is the global layers' rope:
+ * `posenc_rope_init_gguf_layer` gives each layer's.
  *
  * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for an architecture llama.cpp runs without RoPE;
  * `POSENC_ERR_MODEL_FILE` for malformed or truncated bytes, a missing key, a key of the wrong
@@ -1302,6 +1304,21 @@ int posenc_rope_apply_qk_normed_bf16(const struct PosencRope *rope, uint16_t *q,
  * overlaps neither.
  */
 int posenc_rope_init_gguf(const uint8_t *bytes, size_t n_bytes, const float *rope_freqs, size_t n_rope_freqs, struct PosencRope *out);
+
+/**
+ * `posenc_rope_init_gguf` for decoder layer `layer` (from 0): the rope llama.cpp applies
+ * there, which differs from the file's on the sliding-window layers of Gemma 3 (their own
+ * base, unscaled) and OLMo 3 (no YaRN scaling); posenc's `rope_from_gguf_layer` lists the
+ * rules.
+ *
+ * Returns as `posenc_rope_init_gguf`, and `POSENC_ERR_NO_ROPE` for a layer llama.cpp runs
+ * without rope (a NoPE layer, see `posenc_gguf_layer_rotates`), `POSENC_ERR_MODEL_FILE` for
+ * a `layer` not below the file's `block_count`. Nothing is written on error.
+ *
+ * # Safety
+ * As `posenc_rope_init_gguf`.
+ */
+int posenc_rope_init_gguf_layer(const uint8_t *bytes, size_t n_bytes, const float *rope_freqs, size_t n_rope_freqs, uint32_t layer, struct PosencRope *out);
 
 /**
  * Sets `*rotates` to 1 if llama.cpp applies the rope at decoder layer `layer` (from 0) of a

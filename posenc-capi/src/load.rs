@@ -13,7 +13,7 @@ use core::ffi::{CStr, c_char, c_int};
 use posenc::Rope;
 use posenc::load::{
     ConfigError, ConfigErrorKind, GgufError, GgufErrorKind, GgufHeader, HfOptions, HfRopes,
-    gguf_layer_rotates, rope_from_gguf, ropes_from_hf_config_with,
+    gguf_layer_rotates, rope_from_gguf, rope_from_gguf_layer, ropes_from_hf_config_with,
 };
 use std::format;
 
@@ -49,7 +49,9 @@ unsafe fn store(out: &Raw<PosencRope>, rope: Rope) {
 /// tensor as floats (llama3-style frequency factors; for LongRoPE files, the
 /// `rope_factors_long` or `rope_factors_short` values you choose), or NULL with 0 when the file
 /// has none. Where llama.cpp's reading of a model differs from HF's is listed in posenc's
-/// `load` module docs.
+/// `load` module docs. For a model whose layers rotate differently (Gemma 3's and OLMo 3's
+/// sliding-window layers; NoPE layers) this is the global layers' rope:
+/// `posenc_rope_init_gguf_layer` gives each layer's.
 ///
 /// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for an architecture llama.cpp runs without RoPE;
 /// `POSENC_ERR_MODEL_FILE` for malformed or truncated bytes, a missing key, a key of the wrong
@@ -68,21 +70,92 @@ pub unsafe extern "C" fn posenc_rope_init_gguf(
     out: *mut PosencRope,
 ) -> c_int {
     run(|| {
-        let b = Raw::new(bytes, n_bytes, "bytes")?;
-        let f = Raw::new(rope_freqs, n_rope_freqs, "rope_freqs")?;
-        let o = Raw::one(out.cast_const(), "out")?;
-        o.disjoint(&b)?;
-        o.disjoint(&f)?;
-        // SAFETY: checked by Raw::new, readable (contract), not overlapping `out`, the only
-        // buffer written.
-        let (b, f) = unsafe { (b.as_slice(), f.as_slice()) };
-        let header = GgufHeader::parse(b).map_err(|e| Fail::ModelFile(format!("{e}")))?;
-        let freqs = (!f.is_empty()).then_some(f);
-        let rope = rope_from_gguf(|key| header.get(key), freqs).map_err(gguf_fail)?;
-        // SAFETY: `o` is the caller's writable `out` (contract), disjoint from both inputs.
-        unsafe { store(&o, rope) };
-        Ok(())
+        // SAFETY: this function's contract.
+        unsafe {
+            init_from_gguf(
+                bytes,
+                n_bytes,
+                rope_freqs,
+                n_rope_freqs,
+                out,
+                |header, freqs| rope_from_gguf(|key| header.get(key), freqs).map_err(gguf_fail),
+            )
+        }
     })
+}
+
+/// The two GGUF entry points' shared body: validates the buffers, reads the header, lets
+/// `pick` build the rope from it and the factors, and only then writes `*out`.
+///
+/// # Safety
+/// As `posenc_rope_init_gguf`.
+unsafe fn init_from_gguf(
+    bytes: *const u8,
+    n_bytes: usize,
+    rope_freqs: *const f32,
+    n_rope_freqs: usize,
+    out: *mut PosencRope,
+    pick: impl FnOnce(&GgufHeader<'_>, Option<&[f32]>) -> Result<Rope, Fail>,
+) -> Result<(), Fail> {
+    let b = Raw::new(bytes, n_bytes, "bytes")?;
+    let f = Raw::new(rope_freqs, n_rope_freqs, "rope_freqs")?;
+    let o = Raw::one(out.cast_const(), "out")?;
+    o.disjoint(&b)?;
+    o.disjoint(&f)?;
+    // SAFETY: checked by Raw::new, readable (contract), not overlapping `out`, the only
+    // buffer written.
+    let (b, f) = unsafe { (b.as_slice(), f.as_slice()) };
+    let header = GgufHeader::parse(b).map_err(|e| Fail::ModelFile(format!("{e}")))?;
+    let rope = pick(&header, (!f.is_empty()).then_some(f))?;
+    // SAFETY: `o` is the caller's writable `out` (contract), disjoint from both inputs.
+    unsafe { store(&o, rope) };
+    Ok(())
+}
+
+/// `posenc_rope_init_gguf` for decoder layer `layer` (from 0): the rope llama.cpp applies
+/// there, which differs from the file's on the sliding-window layers of Gemma 3 (their own
+/// base, unscaled) and OLMo 3 (no YaRN scaling); posenc's `rope_from_gguf_layer` lists the
+/// rules.
+///
+/// Returns as `posenc_rope_init_gguf`, and `POSENC_ERR_NO_ROPE` for a layer llama.cpp runs
+/// without rope (a NoPE layer, see `posenc_gguf_layer_rotates`), `POSENC_ERR_MODEL_FILE` for
+/// a `layer` not below the file's `block_count`. Nothing is written on error.
+///
+/// # Safety
+/// As `posenc_rope_init_gguf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posenc_rope_init_gguf_layer(
+    bytes: *const u8,
+    n_bytes: usize,
+    rope_freqs: *const f32,
+    n_rope_freqs: usize,
+    layer: u32,
+    out: *mut PosencRope,
+) -> c_int {
+    run(|| {
+        // SAFETY: this function's contract.
+        unsafe {
+            init_from_gguf(
+                bytes,
+                n_bytes,
+                rope_freqs,
+                n_rope_freqs,
+                out,
+                |header, freqs| {
+                    rope_from_gguf_layer(|key| header.get(key), freqs, layer)
+                        .map_err(gguf_fail)?
+                        .ok_or_else(|| nope(layer))
+                },
+            )
+        }
+    })
+}
+
+/// The `Fail` of a layer that runs without rope.
+fn nope(layer: impl core::fmt::Display) -> Fail {
+    Fail::NoRope(format!(
+        "layer {layer} runs without position encoding (a NoPE layer)"
+    ))
 }
 
 /// The `Fail` of a GGUF error: an architecture without RoPE describes a model without a
@@ -220,9 +293,7 @@ pub unsafe extern "C" fn posenc_rope_init_hf_config(
         unsafe {
             init_from_config(json, n_json, options, out, |ropes| {
                 if !ropes.rotates(layer) {
-                    return Err(Fail::NoRope(format!(
-                        "layer {layer} runs without position encoding (a NoPE layer)"
-                    )));
+                    return Err(nope(layer));
                 }
                 ropes.for_layer(layer).copied().ok_or(Fail::Posenc(
                     posenc::Error::ParameterOutOfRange {

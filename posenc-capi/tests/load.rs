@@ -488,3 +488,59 @@ fn nope_layers_are_reported_per_layer() {
         unsafe { posenc_gguf_layer_rotates(file.as_ptr(), file.len(), 0, core::ptr::null_mut()) };
     assert_eq!(code, POSENC_ERR_NULL_POINTER);
 }
+
+/// `posenc_rope_init_gguf_layer`: Gemma 3's sliding-window layers have their own rope (the
+/// local-layer preset), its global ones the file's; a NoPE layer is `POSENC_ERR_NO_ROPE`.
+#[test]
+fn gguf_layers_get_their_rope() {
+    let (t, arch) = string("gemma3");
+    let (lt, linear) = string("linear");
+    let file = gguf(&[
+        ("general.architecture", t, arch),
+        ("gemma3.block_count", 4, 34u32.to_le_bytes().to_vec()),
+        (
+            "gemma3.attention.key_length",
+            4,
+            256u32.to_le_bytes().to_vec(),
+        ),
+        ("gemma3.rope.freq_base", 6, 1e6f32.to_le_bytes().to_vec()),
+        ("gemma3.rope.scaling.type", lt, linear),
+        ("gemma3.rope.scaling.factor", 6, 8f32.to_le_bytes().to_vec()),
+    ]);
+    let init = |b: &[u8], layer: u32, out: &mut PosencRope| {
+        // SAFETY: `b` is readable for its length; `out` is a writable rope.
+        unsafe { posenc_rope_init_gguf_layer(b.as_ptr(), b.len(), null(), 0, layer, out) }
+    };
+    let (local, global) = (
+        presets::GEMMA_3_4B_LOCAL.rope().unwrap(),
+        presets::GEMMA_3_4B_GLOBAL.rope().unwrap(),
+    );
+    for layer in 0..34 {
+        let mut r = sentinel();
+        assert_eq!(init(&file, layer, &mut r), POSENC_OK, "{}", detail());
+        let want = if layer % 6 == 5 { &global } else { &local };
+        assert_eq!(r.as_rope(), Some(want), "layer {layer}");
+    }
+    let mut r = sentinel();
+    let before = bytes_of(&r);
+    assert_eq!(init(&file, 34, &mut r), POSENC_ERR_MODEL_FILE);
+    assert_eq!(bytes_of(&r), before);
+
+    let (t, arch) = string("smollm3");
+    let smol = gguf(&[
+        ("general.architecture", t, arch),
+        ("smollm3.block_count", 4, 8u32.to_le_bytes().to_vec()),
+        (
+            "smollm3.attention.key_length",
+            4,
+            128u32.to_le_bytes().to_vec(),
+        ),
+    ]);
+    assert_eq!(init(&smol, 3, &mut r), POSENC_ERR_NO_ROPE);
+    assert!(detail().contains("NoPE"), "{}", detail());
+    assert_eq!(bytes_of(&r), before, "a NoPE layer wrote the rope");
+    assert_eq!(init(&smol, 2, &mut r), POSENC_OK, "{}", detail());
+    // SAFETY: NULL with a non-zero count is refused before any read.
+    let code = unsafe { posenc_rope_init_gguf_layer(null(), 8, null(), 0, 0, &mut r) };
+    assert_eq!(code, POSENC_ERR_NULL_POINTER);
+}

@@ -1084,6 +1084,32 @@ static void test_loading(void) {
     int untouched = -1;
     CHECK_CODE(posenc_gguf_layer_rotates(file, n, 8, &untouched), POSENC_ERR_MODEL_FILE);
     CHECK(untouched == -1, "a failed query wrote its answer");
+    memset(&r, 0, sizeof r);
+    CHECK_CODE(posenc_rope_init_gguf_layer(file, n, NULL, 0, 3, &r), POSENC_ERR_NO_ROPE);
+    CHECK(posenc_rope_head_dim(&r) == 0, "a NoPE layer wrote the rope");
+
+    /* Gemma 3 by layer: five of every six slide (θ = 1e4, unscaled), the sixth is global. */
+    n = put_gguf_start(file, 5, "gemma3");
+    put_key(file, &n, "gemma3.attention.key_length", 4);
+    put_le(file, &n, 256, 4);
+    float f;
+    uint32_t bits;
+    put_key(file, &n, "gemma3.rope.freq_base", 6);
+    f = 1e6f;
+    memcpy(&bits, &f, 4);
+    put_le(file, &n, bits, 4);
+    put_key(file, &n, "gemma3.rope.scaling.type", 8);
+    put_le(file, &n, 6, 8);
+    memcpy(file + n, "linear", 6);
+    n += 6;
+    put_key(file, &n, "gemma3.rope.scaling.factor", 6);
+    f = 8.0f;
+    memcpy(&bits, &f, 4);
+    put_le(file, &n, bits, 4);
+    for (uint32_t layer = 0; layer < 12; layer++) {
+        CHECK_CODE(posenc_rope_init_gguf_layer(file, n, NULL, 0, layer, &r), POSENC_OK);
+        CHECK(same_rope(&r, layer % 6 == 5 ? &global : &local), "GGUF Gemma 3 layer %u", layer);
+    }
 }
 
 /* ------------------------------------------------------------ fused entry points */
