@@ -15,7 +15,8 @@
 //!   and `for_layer` is none on a layer that does not rotate, else the single rope or the
 //!   rope of the layer's type in `layer_types`;
 //! * GGUF: `gguf_layer_rotates` answers the same through either lookup, and never refuses
-//!   the architecture of a file `rope_from_gguf` read.
+//!   the architecture of a file `rope_from_gguf` read; `rope_from_gguf_layer` has a usable
+//!   rope exactly on the layers that rotate.
 //!
 //! Input: byte 0 chooses the route (bit 0: GGUF, else JSON) and, for JSON, the options
 //! (bit 1: LongRoPE's long factors; bit 2: a dynamic-NTK length from bytes 1–2). For GGUF,
@@ -24,7 +25,8 @@
 
 use posenc::Rope;
 use posenc::load::{
-    GgufHeader, GgufValue, HfOptions, gguf_layer_rotates, rope_from_gguf, ropes_from_hf_config_with,
+    GgufHeader, GgufValue, HfOptions, gguf_layer_rotates, rope_from_gguf, rope_from_gguf_layer,
+    ropes_from_hf_config_with,
 };
 
 /// The largest head this target rotates: a file may claim any head size, and a larger claim
@@ -90,6 +92,22 @@ fn gguf(data: &[u8]) {
             format!("{by_get:?}"),
             format!("{:?}", gguf_layer_rotates(first, layer))
         );
+        // The layer's rope: none exactly where the layer does not rotate, else a usable one.
+        match (
+            &by_get,
+            rope_from_gguf_layer(|key| header.get(key), factors, layer),
+        ) {
+            (Ok(rotates), Ok(rope)) => {
+                assert_eq!(*rotates, rope.is_some(), "layer {layer}");
+                if let Some(r) = rope {
+                    usable(&r);
+                }
+            }
+            (_, Err(e)) => {
+                let _ = e.to_string();
+            }
+            (Err(_), Ok(r)) => panic!("layer {layer}: a rope {r:?} where the rule failed"),
+        }
         if let Err(e) = by_get {
             let _ = e.to_string();
             assert!(
