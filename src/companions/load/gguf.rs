@@ -987,6 +987,8 @@ where
             }
         }
     };
+    // OLMo 3's sliding layers: no YaRN (`ext_factor` 0).
+    let ext_factor = if swa == Swa::Plain { 0.0 } else { ext_factor };
     let yarn_attn_factor = match meta.f32("rope.scaling.yarn_attn_factor")? {
         Some(a) if a >= 0.0 => a,
         _ => 1.0,
@@ -1045,7 +1047,6 @@ where
     }
 
     // Magnitude: llama_context's resolution of `yarn_attn_factor`, then ggml's in-op factor.
-    let ext_factor = if swa == Swa::Plain { 0.0 } else { ext_factor };
     let mut attn = yarn_attn_factor;
     if ext_factor != 0.0 {
         let s = 1.0 / model_freq_scale;
