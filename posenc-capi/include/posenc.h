@@ -118,7 +118,8 @@
 /**
  * A model's files describe a model without rotary position embeddings (a GGUF architecture
  * llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
- * `position_embedding_type` is not `"rope"`): not an error in the file, but no rope to build.
+ * `position_embedding_type` is not `"rope"`), or a layer the model runs without them (a NoPE
+ * layer, asked for by index): not an error in the file, but no rope to build.
  */
 #define POSENC_ERR_NO_ROPE -14
 

@@ -51,7 +51,8 @@ pub const POSENC_ERR_UNSUPPORTED_SCALING: c_int = -12;
 pub const POSENC_ERR_MODEL_FILE: c_int = -13;
 /// A model's files describe a model without rotary position embeddings (a GGUF architecture
 /// llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
-/// `position_embedding_type` is not `"rope"`): not an error in the file, but no rope to build.
+/// `position_embedding_type` is not `"rope"`), or a layer the model runs without them (a NoPE
+/// layer, asked for by index): not an error in the file, but no rope to build.
 pub const POSENC_ERR_NO_ROPE: c_int = -14;
 /// posenc reported an error newer than this C API; `posenc_last_error_detail` describes it.
 pub const POSENC_ERR_UNKNOWN: c_int = -99;
@@ -147,7 +148,9 @@ fn message(code: c_int) -> &'static CStr {
         POSENC_ERR_MODEL_FILE => {
             c"the model's GGUF metadata or config.json is malformed or lacks a key the rope needs"
         }
-        POSENC_ERR_NO_ROPE => c"the model's files describe a model without rotary embeddings",
+        POSENC_ERR_NO_ROPE => {
+            c"the model's files describe no rotary embeddings (for the model, or for this layer)"
+        }
         POSENC_ERR_UNKNOWN => {
             c"posenc reported an error this C API does not know (see posenc_last_error_detail)"
         }
