@@ -69,23 +69,12 @@ pub unsafe extern "C" fn posenc_rope_init_gguf(
     n_rope_freqs: usize,
     out: *mut PosencRope,
 ) -> c_int {
-    run(|| {
-        // SAFETY: this function's contract.
-        unsafe {
-            init_from_gguf(
-                bytes,
-                n_bytes,
-                rope_freqs,
-                n_rope_freqs,
-                out,
-                |header, freqs| rope_from_gguf(|key| header.get(key), freqs).map_err(gguf_fail),
-            )
-        }
-    })
+    // SAFETY: this function's contract.
+    run(|| unsafe { init_from_gguf(bytes, n_bytes, rope_freqs, n_rope_freqs, None, out) })
 }
 
-/// The two GGUF entry points' shared body: validates the buffers, reads the header, lets
-/// `pick` build the rope from it and the factors, and only then writes `*out`.
+/// The two GGUF entry points' shared body: validates the buffers, reads the header, builds
+/// the file's rope (`layer` `None`) or that layer's, and only then writes `*out`.
 ///
 /// # Safety
 /// As `posenc_rope_init_gguf`.
@@ -94,8 +83,8 @@ unsafe fn init_from_gguf(
     n_bytes: usize,
     rope_freqs: *const f32,
     n_rope_freqs: usize,
+    layer: Option<u32>,
     out: *mut PosencRope,
-    pick: impl FnOnce(&GgufHeader<'_>, Option<&[f32]>) -> Result<Rope, Fail>,
 ) -> Result<(), Fail> {
     let b = Raw::new(bytes, n_bytes, "bytes")?;
     let f = Raw::new(rope_freqs, n_rope_freqs, "rope_freqs")?;
@@ -106,7 +95,13 @@ unsafe fn init_from_gguf(
     // buffer written.
     let (b, f) = unsafe { (b.as_slice(), f.as_slice()) };
     let header = GgufHeader::parse(b).map_err(|e| Fail::ModelFile(format!("{e}")))?;
-    let rope = pick(&header, (!f.is_empty()).then_some(f))?;
+    let (get, freqs) = (|key: &str| header.get(key), (!f.is_empty()).then_some(f));
+    let rope = match layer {
+        None => rope_from_gguf(get, freqs).map_err(gguf_fail)?,
+        Some(l) => rope_from_gguf_layer(get, freqs, l)
+            .map_err(gguf_fail)?
+            .ok_or_else(|| nope(l))?,
+    };
     // SAFETY: `o` is the caller's writable `out` (contract), disjoint from both inputs.
     unsafe { store(&o, rope) };
     Ok(())
@@ -132,23 +127,8 @@ pub unsafe extern "C" fn posenc_rope_init_gguf_layer(
     layer: u32,
     out: *mut PosencRope,
 ) -> c_int {
-    run(|| {
-        // SAFETY: this function's contract.
-        unsafe {
-            init_from_gguf(
-                bytes,
-                n_bytes,
-                rope_freqs,
-                n_rope_freqs,
-                out,
-                |header, freqs| {
-                    rope_from_gguf_layer(|key| header.get(key), freqs, layer)
-                        .map_err(gguf_fail)?
-                        .ok_or_else(|| nope(layer))
-                },
-            )
-        }
-    })
+    // SAFETY: this function's contract.
+    run(|| unsafe { init_from_gguf(bytes, n_bytes, rope_freqs, n_rope_freqs, Some(layer), out) })
 }
 
 /// The `Fail` of a layer that runs without rope.
