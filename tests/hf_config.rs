@@ -610,3 +610,226 @@ fn olmo3_sliding_layers_rotate_unscaled() {
         Some(&plain)
     );
 }
+
+/// HF's default `inv_freq` (`1 / θ^(2j/d)`, the exponent rounded to f32 as torch's
+/// `arange(0, d, 2).float() / d` does), evaluated here in f64, for `pairs` pairs; `zeros`
+/// more pairs of 0 (proportional RoPE's unrotated tail).
+fn hf_inv_freq(theta: f64, d: usize, pairs: usize, zeros: usize) -> Vec<f64> {
+    (0..pairs)
+        .map(|j| 1.0 / theta.powf(((2 * j) as f32 / d as f32) as f64))
+        .chain(core::iter::repeat_n(0.0, zeros))
+        .collect()
+}
+
+/// The rope `ropes.for_layer(layer)` against HF's values: head dim, rotate_half, unscaled
+/// magnitude, and each frequency within one f32 rounding (a zero exactly).
+fn assert_layer(ropes: &posenc::load::HfRopes, layer: usize, head_dim: usize, want: &[f64]) {
+    let rope = ropes
+        .for_layer(layer)
+        .unwrap_or_else(|| panic!("layer {layer}: no rope"));
+    assert_eq!(rope.head_dim(), head_dim, "layer {layer}");
+    assert_eq!(rope.rotary_dim(), head_dim, "layer {layer}");
+    assert_eq!(rope.layout(), posenc::Layout::RotateHalf, "layer {layer}");
+    assert_eq!(rope.attention_factor(), 1.0, "layer {layer}");
+    assert_eq!(rope.inv_freq().len(), want.len(), "layer {layer}");
+    for (j, (&w, &hf)) in rope.inv_freq().iter().zip(want).enumerate() {
+        let ok = if hf == 0.0 {
+            w == 0.0
+        } else {
+            ((w as f64 - hf) / hf).abs() <= f32::EPSILON as f64
+        };
+        assert!(ok, "layer {layer}, pair {j}: {w} vs HF {hf}");
+    }
+}
+
+#[test]
+fn gemma3n_sliding_layers_rotate_with_the_local_base() {
+    // Gemma3nTextConfig: θ 1e6 (full), `rope_local_base_freq` 1e4 (sliding), `head_dim` 256,
+    // `layer_types` every fifth full of `num_hidden_layers` (35); `rope_scaling` goes to the
+    // full layers only (`rope_parameters["full_attention"].update(rope_scaling)`).
+    let local = hf_inv_freq(1e4, 256, 128, 0);
+    let global = hf_inv_freq(1e6, 256, 128, 0);
+    for json in [
+        r#"{"model_type": "gemma3n", "text_config": {"model_type": "gemma3n_text",
+            "head_dim": 256, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0}}"#,
+        r#"{"model_type": "gemma3n_text"}"#,
+        r#"{"model_type": "gemma3n_text", "rope_parameters": {
+            "sliding_attention": {"rope_type": "default"},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}"#,
+    ] {
+        let ropes = ropes_from_hf_config(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(ropes.layer_types().len(), 35, "{json}");
+        for l in 0..35 {
+            let want = if (l + 1) % 5 == 0 { &global } else { &local };
+            assert_layer(&ropes, l, 256, want);
+        }
+    }
+    let scaled = ropes_from_hf_config(
+        r#"{"model_type": "gemma3n_text", "num_hidden_layers": 5,
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0}}"#,
+    )
+    .unwrap();
+    assert_layer(&scaled, 0, 256, &local);
+    let full = scaled.for_layer(4).unwrap();
+    for (j, (&w, hf)) in full.inv_freq().iter().zip(&global).enumerate() {
+        let hf = hf / 8.0;
+        assert!(
+            ((w as f64 - hf) / hf).abs() <= f32::EPSILON as f64,
+            "pair {j}"
+        );
+    }
+}
+
+#[test]
+fn gemma4_full_layers_rotate_a_quarter_of_wider_heads() {
+    // Gemma4TextConfig: sliding layers θ 1e4 over `head_dim` (256); full layers
+    // `global_head_dim` (512) wide, "proportional" RoPE with partial_rotary_factor 0.25:
+    // `rope_angles = int(0.25 * 512 // 2)` = 64 frequencies θ^(−2j/512), then 192 zeros.
+    let sliding = hf_inv_freq(1e4, 256, 128, 0);
+    let full = hf_inv_freq(1e6, 512, 64, 192);
+    let params = r#""rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                           "rope_theta": 1000000.0}}"#;
+    for json in [
+        format!(
+            r#"{{"model_type": "gemma4", "text_config": {{"model_type": "gemma4_text",
+            "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 30, {params}}}}}"#
+        ),
+        // The config class's defaults: the same ropes, 30 layers.
+        r#"{"model_type": "gemma4_text"}"#.to_owned(),
+    ] {
+        let ropes = ropes_from_hf_config(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(ropes.layer_types().len(), 30, "{json}");
+        for l in 0..30 {
+            if (l + 1) % 6 == 0 {
+                assert_layer(&ropes, l, 512, &full);
+            } else {
+                assert_layer(&ropes, l, 256, &sliding);
+            }
+        }
+    }
+    // The last layer is full whatever the list says; `global_head_dim: null` keeps the width.
+    let ropes = ropes_from_hf_config(&format!(
+        r#"{{"model_type": "gemma4_text", "global_head_dim": null,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention"], {params}}}"#
+    ))
+    .unwrap();
+    assert_eq!(
+        ropes.layer_types(),
+        ["full_attention", "sliding_attention", "full_attention"]
+    );
+    assert_layer(&ropes, 2, 256, &hf_inv_freq(1e6, 256, 32, 96));
+    assert_layer(&ropes, 1, 256, &sliding);
+    // HF reads nothing but `rope_parameters`, one dict per layer type, for Gemma 4.
+    for (json, key, kind) in [
+        (
+            r#"{"model_type": "gemma4_text", "rope_theta": 10000.0}"#,
+            "rope_theta",
+            ConfigErrorKind::Contradiction,
+        ),
+        (
+            r#"{"model_type": "gemma4_text", "rope_scaling": {"rope_type": "linear", "factor": 2}}"#,
+            "rope_scaling",
+            ConfigErrorKind::Contradiction,
+        ),
+        (
+            r#"{"model_type": "gemma4_text", "rope_parameters": {"rope_type": "default"}}"#,
+            "rope_parameters",
+            ConfigErrorKind::Missing,
+        ),
+    ] {
+        assert_eq!(err(json), (key.to_owned(), kind), "{json}");
+    }
+}
+
+#[test]
+fn modernbert_layers_take_the_global_or_local_base() {
+    // ModernBertConfig: `global_rope_theta` 160000 on every `global_attn_every_n_layers`-th
+    // layer from layer 0 (`"sliding_attention" if bool(i % n) else "full_attention"`),
+    // `local_rope_theta` 10000 on the others; head 768 / 12.
+    let (global, local) = (
+        hf_inv_freq(160_000.0, 64, 32, 0),
+        hf_inv_freq(1e4, 64, 32, 0),
+    );
+    for json in [
+        r#"{"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12,
+            "num_hidden_layers": 22, "global_attn_every_n_layers": 3,
+            "global_rope_theta": 160000.0, "local_rope_theta": 10000.0}"#,
+        r#"{"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12}"#,
+        r#"{"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12,
+            "rope_parameters": {"full_attention": {"rope_type": "default"},
+                                "sliding_attention": {"rope_type": "default"}}}"#,
+        r#"{"model_type": "modernbert-decoder", "hidden_size": 768, "num_attention_heads": 12,
+            "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}"#,
+    ] {
+        let ropes = ropes_from_hf_config(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(ropes.layer_types().len(), 22, "{json}");
+        for l in 0..22 {
+            assert_layer(&ropes, l, 64, if l % 3 == 0 { &global } else { &local });
+        }
+    }
+    // Another period; `local_rope_theta: null` is the global θ for every layer.
+    let ropes = ropes_from_hf_config(
+        r#"{"model_type": "modernbert", "head_dim": 64, "num_hidden_layers": 4,
+        "global_attn_every_n_layers": 2, "local_rope_theta": null}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        ropes.layer_types(),
+        [
+            "full_attention",
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention"
+        ]
+    );
+    for l in 0..4 {
+        assert_layer(&ropes, l, 64, &global);
+    }
+}
+
+#[test]
+fn published_gemma3n_gemma4_and_modernbert_configs_rotate_each_layer_as_hf() {
+    let ropes = ropes_from_hf_config(&text("gemma-3n-e4b-it")).unwrap();
+    let (local, global) = (hf_inv_freq(1e4, 256, 128, 0), hf_inv_freq(1e6, 256, 128, 0));
+    assert_eq!(ropes.layer_types().len(), 35);
+    for l in 0..35 {
+        assert_layer(
+            &ropes,
+            l,
+            256,
+            if (l + 1) % 5 == 0 { &global } else { &local },
+        );
+    }
+
+    let ropes = ropes_from_hf_config(&text("gemma-4-e4b-it.resaved")).unwrap();
+    let full = hf_inv_freq(1e6, 512, 64, 192);
+    assert_eq!(ropes.layer_types().len(), 42);
+    for l in 0..42 {
+        if (l + 1) % 6 == 0 {
+            assert_layer(&ropes, l, 512, &full);
+        } else {
+            assert_layer(&ropes, l, 256, &local);
+        }
+    }
+
+    let ropes = ropes_from_hf_config(&text("modernbert-base.resaved")).unwrap();
+    let (global, local) = (
+        hf_inv_freq(160_000.0, 64, 32, 0),
+        hf_inv_freq(1e4, 64, 32, 0),
+    );
+    assert_eq!(ropes.layer_types().len(), 22);
+    for l in 0..22 {
+        assert_layer(&ropes, l, 64, if l % 3 == 0 { &global } else { &local });
+    }
+}

@@ -105,9 +105,10 @@ pub struct HfOptions {
 /// The [`Rope`]s of a model, keyed by attention layer type.
 ///
 /// Most models have one rope, keyed `"default"`. Models whose layer types rotate differently
-/// have one per type, keyed as in the config: Gemma 3's `"sliding_attention"` (local,
+/// have one per type, keyed as in the config: Gemma 3's and 3n's `"sliding_attention"` (local,
 /// θ = `rope_local_base_freq`, unscaled) and `"full_attention"` (global, θ = `rope_theta`,
-/// `rope_scaling`), or whatever a transformers-5 `rope_parameters` dict names.
+/// `rope_scaling`), ModernBERT's (θ = `local_rope_theta`, `global_rope_theta`), or whatever
+/// a transformers-5 `rope_parameters` dict names (Gemma 4: a wider head on full layers).
 ///
 /// ```
 /// use posenc::load::ropes_from_hf_config;
@@ -268,16 +269,26 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
 ///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
 ///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_dim`, `n_embd`,
-///   `n_head`, `n_positions` (GPT-J); Gemma 3's `rope_local_base_freq` (its local layers'
-///   θ, unscaled) and OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate
-///   unscaled);
+///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
+///   sliding layers' θ, unscaled), ModernBERT's `global_rope_theta` / `local_rope_theta` (by
+///   `global_attn_every_n_layers`, layer 0 global) and OLMo 3's `rope_scaling` (its full
+///   layers' only: the sliding ones rotate unscaled);
 /// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
 ///
 /// A multimodal config's `text_config` is read first, then its top level. Where a key is
-/// absent, the model's config class default applies (θ = 10000; Gemma 3: θ = 1e6, local
-/// θ = 1e4, `head_dim` 256; GPT-NeoX: `rotary_pct` 0.25).
+/// absent, the model's config class default applies (θ = 10000; Gemma 3 and 3n: θ = 1e6,
+/// local θ = 1e4, `head_dim` 256; ModernBERT: 160000 and 10000; GPT-NeoX: `rotary_pct` 0.25;
+/// Gemma 4: its per-type `rope_parameters`).
+///
+/// Heads of different widths: Gemma 4's full-attention layers have heads `global_head_dim`
+/// wide (default 512), and their proportional rope spans that width, so
+/// `for_layer(l).head_dim()` is 512 there and `head_dim` (256) on the sliding layers. Gemma 4
+/// keeps no older form: a `rope_theta` or `rope_scaling` without `rope_parameters` is a
+/// [`ConfigErrorKind::Contradiction`] (HF would ignore it), a single `rope_parameters` dict a
+/// [`ConfigErrorKind::Missing`] (it needs one per layer type), and its last layer is full
+/// whatever `layer_types` says, as its config class forces it.
 ///
 /// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), GLM
 /// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), Llama 4 (`llama4`,
@@ -462,7 +473,13 @@ impl<'a> Cfg<'a> {
         let model_type = self.model_type()?;
         // Granite 4 (`"nope"`) and BERT-style configs (`"absolute"`) say so here: a Rope built
         // for them would rotate a model that was never trained with rotations.
-        match self.get("position_embedding_type") {
+        // ModernBERT's published files carry a BERT-era `"position_embedding_type":
+        // "absolute"` that its config class and modeling code never read: it always rotates.
+        let position_embedding = match model_type {
+            "modernbert" | "modernbert-decoder" => None,
+            _ => self.get("position_embedding_type"),
+        };
+        match position_embedding {
             Some((k, v)) => match v.as_str() {
                 Some("rope") => {}
                 Some(other) => {
@@ -485,7 +502,30 @@ impl<'a> Cfg<'a> {
             }
             None => {}
         }
-        let gemma3 = matches!(model_type, "gemma3" | "gemma3_text");
+        // Gemma 3 and 3n: a local rope (θ = `rope_local_base_freq`, unscaled) on their
+        // sliding layers. Gemma 4: its own defaults and head size on full layers (below).
+        let gemma3 = matches!(
+            model_type,
+            "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text"
+        );
+        let gemma4 = matches!(model_type, "gemma4" | "gemma4_text");
+        // ModernBERT (encoder, decoder): `global_rope_theta` on full layers, `local_rope_theta`
+        // on sliding ones.
+        let modernbert = matches!(model_type, "modernbert" | "modernbert-decoder");
+        if gemma4 && self.get("rope_parameters").is_none() {
+            let level = self.gemma4_defaults()?;
+            let cfg = match self.text {
+                Some(_) => Cfg {
+                    text: Some(&level),
+                    root: self.root,
+                },
+                None => Cfg {
+                    text: None,
+                    root: &level,
+                },
+            };
+            return cfg.build(options);
+        }
 
         // Geometry: head dim, and who rotates which pairs.
         let deepseek = matches!(model_type, "deepseek_v2" | "deepseek_v3" | "kimi_k2");
@@ -611,6 +651,29 @@ impl<'a> Cfg<'a> {
                 ),
             );
         }
+        // ModernBERT in the transformers-4 form: one `rope_scaling` (if any) for both types,
+        // θ from `global_rope_theta` (160000) and `local_rope_theta` (10000; `null`: the
+        // global θ, as its modeling code reads it).
+        if modernbert && dicts.len() == 1 && dicts[0].0 == "default" && params_v5.is_none() {
+            let global = self.f32("global_rope_theta")?.unwrap_or(160_000.0);
+            let local = match self.f32("local_rope_theta")? {
+                Some(t) => t,
+                None if self.null("local_rope_theta") => global,
+                None => 10_000.0,
+            };
+            let path = dicts[0].1.path.clone();
+            let map = dicts[0].1.map;
+            dicts[0].0 = "full_attention".to_owned();
+            dicts[0].2 = Some(global);
+            dicts.insert(
+                0,
+                (
+                    "sliding_attention".to_owned(),
+                    Dict { path, map },
+                    Some(local),
+                ),
+            );
+        }
         // OLMo 3 in the transformers-4 form: `rope_scaling` is the full layers'; its sliding
         // layers rotate unscaled (HF's `rotary_embs["sliding_attention"]` with
         // `rope_type="default"`, as llama.cpp's OLMo 3 graph).
@@ -628,9 +691,55 @@ impl<'a> Cfg<'a> {
             dicts.insert(0, ("sliding_attention".to_owned(), plain, None));
         }
 
+        // Gemma 4: one rope per layer type, its full layers' heads `global_head_dim` wide
+        // (`config.global_head_dim if not self.is_sliding and config.global_head_dim`; the
+        // config class pops it with default 512), their proportional rope computed over that
+        // width (`head_dim_key = "global_head_dim"`).
+        let global_head_dim = if gemma4 {
+            if dicts.iter().any(|(t, _, _)| t == "default") {
+                return Err(ConfigError::new(
+                    params_v5.map_or_else(|| "rope_parameters".to_owned(), |(k, _)| k),
+                    ConfigErrorKind::Missing,
+                    "Gemma 4 needs one rope per layer type (`sliding_attention`, \
+                     `full_attention`)",
+                ));
+            }
+            match self.usize("global_head_dim")? {
+                None if self.null("global_head_dim") => head_dim,
+                None => 512,
+                Some(0) => head_dim,
+                Some(n) => n,
+            }
+        } else {
+            head_dim
+        };
+
         let mut ropes = Vec::with_capacity(dicts.len());
         for (layer_type, dict, theta) in &dicts {
-            let rope = self.rope(model_type, head_dim, layout, dict, *theta, options)?;
+            // Per-type dicts without `rope_theta`: HF's config `setdefault`s it from the
+            // older keys (Gemma 3 / 3n: sliding `rope_local_base_freq`, full `rope_theta`;
+            // ModernBERT: `local_rope_theta`, `global_rope_theta`).
+            let unset = theta.is_none() && dict.get("rope_theta").is_none();
+            let sliding = layer_type == "sliding_attention";
+            let full = layer_type == "full_attention";
+            let theta = match theta {
+                None if unset && gemma3 && sliding => {
+                    Some(self.f32("rope_local_base_freq")?.unwrap_or(10_000.0))
+                }
+                None if unset && modernbert && sliding => {
+                    Some(self.f32("local_rope_theta")?.unwrap_or(10_000.0))
+                }
+                None if unset && modernbert && full => {
+                    Some(self.f32("global_rope_theta")?.unwrap_or(160_000.0))
+                }
+                t => *t,
+            };
+            let dim = if layer_type == "full_attention" {
+                global_head_dim
+            } else {
+                head_dim
+            };
+            let rope = self.rope(model_type, dim, layout, dict, theta, options)?;
             ropes.push((layer_type.clone(), rope));
         }
         // One rope for every layer type: say so once.
@@ -646,6 +755,32 @@ impl<'a> Cfg<'a> {
             layer_types,
             rotary,
         })
+    }
+
+    /// Gemma 4's config with `Gemma4TextConfig`'s default `rope_parameters` written in: HF
+    /// keeps no older form for it (`rope_theta` and `rope_scaling` are not read), so either
+    /// of those without `rope_parameters` is a contradiction here rather than ignored.
+    fn gemma4_defaults(&self) -> Result<Map<String, Value>, ConfigError> {
+        for key in ["rope_theta", "rope_scaling"] {
+            if let Some((k, _)) = self.get(key) {
+                return Err(ConfigError::new(
+                    k,
+                    ConfigErrorKind::Contradiction,
+                    "Gemma 4 reads its rope from `rope_parameters` only; without it HF ignores \
+                     this key and applies its defaults",
+                ));
+            }
+        }
+        let mut level = self.text.unwrap_or(self.root).clone();
+        level.insert(
+            "rope_parameters".to_owned(),
+            serde_json::json!({
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                   "rope_theta": 1_000_000.0},
+            }),
+        );
+        Ok(level)
     }
 
     /// Whether `key` is written as `null` (where HF's value is then `None`, not the config
@@ -745,6 +880,18 @@ impl<'a> Cfg<'a> {
     }
 
     fn layer_types(&self, model_type: &str) -> Result<Vec<String>, ConfigError> {
+        let mut types = self.listed_layer_types(model_type)?;
+        // Gemma 4's config forces its last layer to full attention, listed or not.
+        if matches!(model_type, "gemma4" | "gemma4_text")
+            && let Some(last) = types.last_mut()
+        {
+            "full_attention".clone_into(last);
+        }
+        Ok(types)
+    }
+
+    /// `layer_types` as written, or the config class's default list.
+    fn listed_layer_types(&self, model_type: &str) -> Result<Vec<String>, ConfigError> {
         if let Some((k, v)) = self.get("layer_types") {
             let a = v.as_array().ok_or_else(|| wrong(&k, "a list of strings"))?;
             return a
@@ -756,12 +903,28 @@ impl<'a> Cfg<'a> {
                 })
                 .collect();
         }
+        // ModernBERT's own list: layer i is full where i % period == 0 (layer 0 is).
+        if matches!(model_type, "modernbert" | "modernbert-decoder") {
+            let every = self.period("global_attn_every_n_layers", 3)?;
+            return Ok((0..self.layers(22)?)
+                .map(|i| {
+                    if i % every == 0 {
+                        "full_attention"
+                    } else {
+                        "sliding_attention"
+                    }
+                    .to_owned()
+                })
+                .collect());
+        }
         // The config classes' own lists: layer i slides unless (i + 1) % period == 0.
         let (n, pattern) = match model_type {
             "gemma3" | "gemma3_text" => (
                 self.layers(26)?,
                 self.usize("sliding_window_pattern")?.unwrap_or(6).max(1),
             ),
+            "gemma3n" | "gemma3n_text" => (self.layers(35)?, 5),
+            "gemma4" | "gemma4_text" => (self.layers(30)?, 6),
             "cohere2" => (self.layers(40)?, self.period("sliding_window_pattern", 4)?),
             "afmoe" => (
                 self.layers(32)?,
@@ -790,8 +953,8 @@ impl<'a> Cfg<'a> {
         if let Some(h) = self.usize("head_dim")? {
             return Ok(h);
         }
-        if matches!(model_type, "gemma" | "gemma2" | "gemma3" | "gemma3_text") {
-            return Ok(256); // the config classes' default
+        if model_type.starts_with("gemma") {
+            return Ok(256); // the config classes' default (Gemma 1 to 4, 3n)
         }
         let hidden = match self.usize("hidden_size")? {
             Some(h) => Some(h),
@@ -949,7 +1112,13 @@ impl<'a> Cfg<'a> {
             Some(t) => t,
             None => match self.either(dict, "rope_theta", &["rope_theta", "rotary_emb_base"])? {
                 Some((k, v)) => num_f32(&k, v)?,
-                None if matches!(model_type, "gemma3" | "gemma3_text") => 1e6,
+                None if matches!(
+                    model_type,
+                    "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text"
+                ) =>
+                {
+                    1e6
+                }
                 None => 10_000.0,
             },
         };
