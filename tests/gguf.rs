@@ -831,3 +831,196 @@ fn layer_ropes_follow_llama_cpp() {
         Err(("block_count", GgufErrorKind::OutOfRange))
     );
 }
+
+/// The sliding layers of the architectures whose llama.cpp loaders give them a rope of their
+/// own (`load_arch_hparams` of each, `get_rope_freq_base` / `get_rope_freq_scale` /
+/// `n_rot(il)` of an SWA layer, and which layers the graphs pass `rope_freqs` to).
+#[test]
+fn sliding_layers_of_more_architectures_follow_llama_cpp() {
+    use posenc::RopeConfig;
+    use posenc::load::{GgufType, rope_from_gguf_layer};
+    let layer = |m: &Meta, freqs: Option<&[f32]>, l: u32| {
+        rope_from_gguf_layer(
+            |k| m.iter().find(|(key, _)| key == k).map(|(_, v)| *v),
+            freqs,
+            l,
+        )
+    };
+    let plain = |h: usize, r: usize, base: f32| {
+        Rope::new(&RopeConfig::new(h, base, Layout::RotateHalf).rotary_dim(r)).unwrap()
+    };
+    // The converters write the pattern as one bool per layer.
+    let bools = |flags: &'static [u8]| {
+        GgufValue::Array(GgufArray::from_le_bytes(GgufType::Bool, flags.len(), flags).unwrap())
+    };
+    const PATTERN: &str = "attention.sliding_window_pattern";
+
+    // Gemma 3n: `set_swa_pattern(5)` (or the converter's per-layer list), the sliding base
+    // `rope.freq_base_swa` (default 10000), unscaled.
+    let g3n = |extra: &[(&str, GgufValue<'static>)]| {
+        let mut kv = vec![
+            ("block_count", GgufValue::U32(10)),
+            ("attention.key_length", GgufValue::U32(256)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+        ];
+        kv.extend_from_slice(extra);
+        meta("gemma3n", &kv)
+    };
+    let (local, global) = (plain(256, 256, 1e4), plain(256, 256, 1e6));
+    for m in [
+        g3n(&[]),
+        g3n(&[(PATTERN, bools(&[1, 1, 1, 1, 0, 1, 1, 1, 1, 0]))]),
+        g3n(&[("rope.freq_base_swa", GgufValue::F32(1e4))]),
+    ] {
+        for l in 0..10 {
+            let want = if l % 5 == 4 { global } else { local };
+            assert_eq!(layer(&m, None, l).unwrap(), Some(want), "gemma3n layer {l}");
+        }
+    }
+
+    // Gemma 4: sliding layers by the required list, heads `attention.key_length_swa` wide
+    // rotating `rope.dimension_count_swa`, base `rope.freq_base_swa`, unscaled and without
+    // the factors, which only the full layers take (the proportional mask: 64 pairs of 1,
+    // then 1e30).
+    let mask: Vec<f32> = (0..256).map(|j| if j < 64 { 1.0 } else { 1e30 }).collect();
+    let g4 = |extra: &[(&str, GgufValue<'static>)]| {
+        let mut kv = vec![
+            ("block_count", GgufValue::U32(6)),
+            ("attention.key_length", GgufValue::U32(512)),
+            ("attention.key_length_swa", GgufValue::U32(256)),
+            ("rope.dimension_count", GgufValue::U32(512)),
+            ("rope.dimension_count_swa", GgufValue::U32(256)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+            ("rope.freq_base_swa", GgufValue::F32(1e4)),
+            (PATTERN, bools(&[1, 1, 1, 1, 1, 0])),
+        ];
+        kv.extend_from_slice(extra);
+        meta("gemma4", &kv)
+    };
+    let m = g4(&[]);
+    let full = build(&m, Some(&mask)).unwrap();
+    assert_eq!((full.head_dim(), full.rotary_dim()), (512, 512));
+    // ω_j = θ^(−2j/512) for the 64 rotating pairs; the others divided by 1e30.
+    for (j, &w) in full.inv_freq().iter().enumerate() {
+        let want = 1.0 / 1e6f64.powf(((2 * j) as f32 / 512.0) as f64) / f64::from(mask[j]);
+        let rel = ((w as f64 - want) / want).abs();
+        assert!(rel <= 4.0 * f32::EPSILON as f64, "pair {j}: {w} vs {want}");
+    }
+    for l in 0..5 {
+        assert_eq!(
+            layer(&m, Some(&mask), l).unwrap(),
+            Some(local),
+            "gemma4 layer {l}"
+        );
+    }
+    assert_eq!(layer(&m, Some(&mask), 5).unwrap(), Some(full));
+    // llama.cpp requires the sliding head width and the list.
+    let m = meta(
+        "gemma4",
+        &[
+            ("attention.key_length", GgufValue::U32(512)),
+            (PATTERN, bools(&[1, 0])),
+        ],
+    );
+    assert_eq!(
+        layer(&m, None, 0).map_err(|e| (e.key, e.kind)),
+        Err(("attention.key_length_swa", GgufErrorKind::Missing))
+    );
+    let m = meta("gemma4", &[("attention.key_length", GgufValue::U32(512))]);
+    assert_eq!(
+        layer(&m, None, 0).map_err(|e| (e.key, e.kind)),
+        Err((PATTERN, GgufErrorKind::Missing))
+    );
+
+    // Step 3.5: the full layers rotate half of `rope.dimension_count` ("full_attention layer
+    // only use half of the RoPE dimensions") with the first n_rot/2 factors; the sliding
+    // layers the whole head, base `rope.freq_base_swa`, no factors.
+    let m = meta(
+        "step35",
+        &[
+            ("block_count", GgufValue::U32(4)),
+            ("attention.key_length", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(5e6)),
+            ("rope.freq_base_swa", GgufValue::F32(1e4)),
+            (PATTERN, bools(&[0, 1, 1, 1])),
+        ],
+    );
+    let factors: Vec<f32> = (0..64).map(|j| 1.0 + j as f32 / 8.0).collect();
+    let full = build(&m, Some(&factors)).unwrap();
+    assert_eq!((full.head_dim(), full.rotary_dim()), (128, 64));
+    for (j, &w) in full.inv_freq().iter().enumerate() {
+        let want = 1.0 / 5e6f64.powf(((2 * j) as f32 / 64.0) as f64) / f64::from(factors[j]);
+        let rel = ((w as f64 - want) / want).abs();
+        assert!(rel <= 4.0 * f32::EPSILON as f64, "pair {j}: {w} vs {want}");
+    }
+    assert_eq!(layer(&m, Some(&factors), 0).unwrap(), Some(full));
+    for l in 1..4 {
+        let got = layer(&m, Some(&factors), l).unwrap();
+        assert_eq!(got, Some(plain(128, 128, 1e4)), "step35 layer {l}");
+    }
+
+    // MiMo-V2-Flash: the list (one number flags every layer), base of its own (10000).
+    let mimo = |pattern: GgufValue<'static>| {
+        meta(
+            "mimo2",
+            &[
+                ("attention.key_length", GgufValue::U32(192)),
+                ("rope.dimension_count", GgufValue::U32(64)),
+                ("rope.freq_base", GgufValue::F32(5e6)),
+                (PATTERN, pattern),
+            ],
+        )
+    };
+    let m = mimo(bools(&[0, 1, 1]));
+    assert_eq!(layer(&m, None, 0).unwrap(), Some(plain(192, 64, 5e6)));
+    assert_eq!(layer(&m, None, 1).unwrap(), Some(plain(192, 64, 1e4)));
+    assert_eq!(
+        layer(&m, None, 3).map_err(|e| (e.key, e.kind)),
+        Err((PATTERN, GgufErrorKind::OutOfRange))
+    );
+    assert_eq!(
+        layer(&mimo(GgufValue::U32(1)), None, 7).unwrap(),
+        Some(plain(192, 64, 1e4))
+    );
+
+    // gpt-oss (and Gemma 2, Llama 4, AFMoE, SmallThinker): llama.cpp copies the model's base
+    // and scale to the sliding layers, then reads `rope.freq_base_swa` over the base. So a
+    // sliding layer (even, `set_swa_pattern(2)`) is the file's YaRN rope with that base.
+    let oss = |base: f32, swa: Option<f32>| {
+        let mut kv = vec![
+            ("block_count", GgufValue::U32(24)),
+            ("attention.key_length", GgufValue::U32(64)),
+            ("context_length", GgufValue::U32(131072)),
+            ("rope.freq_base", GgufValue::F32(base)),
+            ("rope.scaling.type", GgufValue::Str("yarn")),
+            ("rope.scaling.factor", GgufValue::F32(32.0)),
+            ("rope.scaling.original_context_length", GgufValue::U32(4096)),
+        ];
+        if let Some(b) = swa {
+            kv.push(("rope.freq_base_swa", GgufValue::F32(b)));
+        }
+        meta("gpt-oss", &kv)
+    };
+    let m = oss(150_000.0, Some(5e4));
+    let rebased = build(&oss(5e4, None), None).unwrap();
+    let yarn = build(&m, None).unwrap();
+    assert_ne!(rebased, yarn);
+    assert_eq!(layer(&m, None, 0).unwrap(), Some(rebased));
+    assert_eq!(layer(&m, None, 1).unwrap(), Some(yarn));
+    // Without the key, every layer has the file's rope.
+    let m = oss(150_000.0, None);
+    assert!((0..24).all(|l| layer(&m, None, l).unwrap() == Some(yarn)));
+    // Llama 4: the chunked layers (those that rotate) take the key's base.
+    let m = meta(
+        "llama4",
+        &[
+            ("block_count", GgufValue::U32(8)),
+            ("attention.key_length", GgufValue::U32(128)),
+            ("rope.freq_base", GgufValue::F32(5e5)),
+            ("rope.freq_base_swa", GgufValue::F32(1e4)),
+        ],
+    );
+    let want = Rope::new(&RopeConfig::new(128, 1e4, Layout::Interleaved)).unwrap();
+    assert_eq!(layer(&m, None, 0).unwrap(), Some(want));
+    assert_eq!(layer(&m, None, 3).unwrap(), None);
+}

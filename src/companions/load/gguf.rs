@@ -675,7 +675,10 @@ where
 
 /// Builds the [`Rope`] llama.cpp would use for a GGUF model, from its metadata: the rope of
 /// every layer that has one, or, for a model whose sliding-window layers rotate differently
-/// (Gemma 3, OLMo 3), of its global layers; [`rope_from_gguf_layer`] gives each layer's.
+/// (Gemma 3, Gemma 3n, Gemma 4, OLMo 3, MiMo-V2, Step 3.5, …), of its global layers;
+/// [`rope_from_gguf_layer`] gives each layer's. Step 3.5's global layers rotate half of
+/// `rope.dimension_count` (llama.cpp halves it for them) with the first half of `rope_freqs`
+/// (one tensor sized for the sliding layers' wider rope).
 ///
 /// `lookup` returns the value of a metadata key (full key, e.g. `"llama.rope.freq_base"`), or
 /// `None` if the file does not have it. `rope_freqs` is the content of the model's frequency
@@ -757,15 +760,20 @@ where
 /// | architecture | sliding-window layers | their rope |
 /// |---|---|---|
 /// | `gemma3` | all but the last of every `attention.sliding_window_pattern` (6), or the layers a per-layer array of that key marks | base `rope.freq_base_swa` (10000), unscaled (`rope_freq_scale_train_swa = 1`) |
+/// | `gemma3n` | all but the last of every `attention.sliding_window_pattern` (5), or as its per-layer array marks | base `rope.freq_base_swa` (10000), unscaled |
+/// | `mimo2` | as the required per-layer `attention.sliding_window_pattern` marks (one number: every layer) | base `rope.freq_base_swa` (10000), unscaled |
+/// | `gemma4`, `step35` | as `mimo2` | heads `attention.key_length_swa` wide (required for `gemma4`; else `attention.key_length`) rotating `rope.dimension_count_swa` channels (default: the full layers' `rope.dimension_count`, before Step 3.5's halving), base `rope.freq_base_swa` (10000), unscaled, no frequency factors |
 /// | `olmo2` (OLMo 3), with `attention.sliding_window` > 0 | all but the last of every `attention.sliding_window_pattern` (4), or as its per-layer array marks | the file's base, no scaling, no YaRN, magnitude 1 |
+/// | `gpt-oss`, `gemma2` | the even ones | with `rope.freq_base_swa` set, that base; everything else the file's |
+/// | `llama4` (with a chunk window), `afmoe` and `smallthinker` (with a sliding window) | every layer that rotates | as `gpt-oss` |
 ///
-/// Other architectures rotate every layer that has a rope with the file's settings (llama.cpp
-/// reads `rope.freq_base_swa` for a few more, e.g. `gpt-oss`, where no published file sets
-/// it; posenc does not). `rope_freqs` as for [`rope_from_gguf`] (not applied to OLMo 3's
-/// sliding-window layers, which llama.cpp rotates without factors).
+/// Other architectures rotate every layer that has a rope with the file's settings.
+/// `rope_freqs` as for [`rope_from_gguf`]; llama.cpp rotates the sliding layers of OLMo 3,
+/// Gemma 4 and Step 3.5 without factors, and so does this.
 ///
 /// Errors: [`gguf_layer_rotates`]'s, then [`rope_from_gguf`]'s; a sliding-window pattern of
-/// the wrong type.
+/// the wrong type, or for `mimo2`, `gemma4` and `step35` none, or a list without this layer;
+/// `gemma4` without `attention.key_length_swa`.
 ///
 /// ```
 /// use posenc::load::{rope_from_gguf_layer, GgufValue};
@@ -801,16 +809,38 @@ where
         arch,
     };
     let window = meta.u32("attention.sliding_window")?;
+    let windowed = window.is_some_and(|w| w > 0);
+    const BASE_SWA: &str = "rope.freq_base_swa";
+    // The sliding layers' own base, or 10000 (`rope_freq_base_train_swa`'s default where the
+    // architecture does not copy the global one).
+    let own_base = || -> Result<f32, GgufError> { Ok(meta.f32(BASE_SWA)?.unwrap_or(10_000.0)) };
+    // The sliding layers' base where llama.cpp copies the global settings first and then
+    // reads the key: the file's key, else the global base (the rope is then the global one).
+    let rebased = || -> Result<Swa, GgufError> {
+        Ok(match meta.f32(BASE_SWA)? {
+            Some(b) => Swa::Rebased(b),
+            None => Swa::Global,
+        })
+    };
     let swa = match arch {
         "gemma3" if window != Some(0) && slides(&meta, layer, 6, Array::PerLayer)? => {
-            Swa::Base(meta.f32("rope.freq_base_swa")?.unwrap_or(10_000.0))
+            Swa::Base(own_base()?)
         }
-        "olmo2" if window.is_some_and(|w| w > 0) && slides(&meta, layer, 4, Array::PerLayer)? => {
-            Swa::Plain
-        }
+        "gemma3n" if slides(&meta, layer, 5, Array::PerLayer)? => Swa::Base(own_base()?),
+        // A required per-layer list (`get_key_or_arr(…, swa_layers, n_layer)`).
+        "mimo2" if flagged(&meta, layer)? => Swa::Base(own_base()?),
+        "gemma4" | "step35" if flagged(&meta, layer)? => Swa::Own(own_base()?),
+        "olmo2" if windowed && slides(&meta, layer, 4, Array::PerLayer)? => Swa::Plain,
+        // `set_swa_pattern(2)`: even layers slide.
+        "gpt-oss" | "gemma2" if layer.is_multiple_of(2) => rebased()?,
+        // Chunked / sliding layers are the ones that rotate at all ([`gguf_layer_rotates`]):
+        // `set_swa_pattern(4)` (SmallThinker: dense first, `il % 4 != 0`).
+        "llama4" if window != Some(0) && layer % 4 != 3 => rebased()?,
+        "afmoe" if windowed && layer % 4 != 3 => rebased()?,
+        "smallthinker" if windowed && !layer.is_multiple_of(4) => rebased()?,
         _ => Swa::Global,
     };
-    if let Swa::Base(b) = swa
+    if let Swa::Base(b) | Swa::Rebased(b) | Swa::Own(b) = swa
         && b <= 0.0
     {
         return Err(GgufError::new(
@@ -862,15 +892,48 @@ where
     Ok(p == 0 || il % p < p - 1)
 }
 
+/// Whether layer `il` slides by a required `attention.sliding_window_pattern` read as
+/// llama.cpp's `get_key_or_arr` into per-layer flags: an array gives each layer's flag (it
+/// must cover the layer), one number every layer's.
+fn flagged<'a, F>(meta: &Meta<'_, F>, il: u32) -> Result<bool, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    const PATTERN: &str = "attention.sliding_window_pattern";
+    let flag = |v: GgufValue<'_>| match v {
+        GgufValue::Bool(b) => Ok(b),
+        v => v
+            .as_u64()
+            .map(|n| n != 0)
+            .ok_or(GgufError::new(PATTERN, GgufErrorKind::WrongType)),
+    };
+    match meta.get(PATTERN)? {
+        None => Err(GgufError::new(PATTERN, GgufErrorKind::Missing)),
+        Some(GgufValue::Array(a)) => match a.get(il as usize) {
+            None => Err(GgufError::new(PATTERN, GgufErrorKind::OutOfRange)),
+            Some(v) => flag(v),
+        },
+        Some(v) => flag(v),
+    }
+}
+
 /// What a sliding-window layer's rope takes instead of the file's (llama.cpp's
 /// `get_rope_freq_base` / `get_rope_freq_scale` of an SWA layer, and OLMo 3's graph).
 #[derive(Clone, Copy, PartialEq)]
 enum Swa {
     /// Not a sliding-window layer, or one that rotates as the others.
     Global,
-    /// Gemma 3: `rope_freq_base_train_swa` (this base) and `rope_freq_scale_train_swa = 1`;
-    /// the YaRN settings and the magnitude stay the model's.
+    /// Gemma 3 and 3n: `rope_freq_base_train_swa` (this base) and
+    /// `rope_freq_scale_train_swa = 1`; the YaRN settings and the magnitude stay the model's.
     Base(f32),
+    /// `gpt-oss`, `gemma2`, `llama4`, `afmoe`, `smallthinker` with `rope.freq_base_swa` set:
+    /// this base, everything else the model's (llama.cpp copies the global base and scale to
+    /// the sliding layers, then reads the key over the base).
+    Rebased(f32),
+    /// Gemma 4 and Step 3.5: as [`Swa::Base`] (this base, unscaled), with the sliding layers'
+    /// own head and rotary dims (`attention.key_length_swa`, `rope.dimension_count_swa`) and
+    /// no frequency factors (their graphs pass factors to the full layers only).
+    Own(f32),
     /// OLMo 3 (`olmo2`): "regular rope with no yarn rope scaling", the file's base with
     /// `freq_scale = 1`, `ext_factor = 0`, `attn_factor = 1` and no frequency factors.
     Plain,
@@ -910,19 +973,40 @@ where
             }
         }
     };
-    let n_rot = meta.u32("rope.dimension_count")?.unwrap_or(head_dim) as usize;
+    const DIMS: &str = "rope.dimension_count";
+    let n_rot_full = meta.u32(DIMS)?.unwrap_or(head_dim);
+    let (head_dim, n_rot, dims_key) = if let Swa::Own(_) = swa {
+        // The sliding layers' dims, defaulting to the full layers' (Gemma 4 requires the
+        // head's: `get_key(LLM_KV_ATTENTION_KEY_LENGTH_SWA, …)` without a default).
+        const HEAD_SWA: &str = "attention.key_length_swa";
+        const DIMS_SWA: &str = "rope.dimension_count_swa";
+        let h = match meta.u32(HEAD_SWA)? {
+            Some(h) => h,
+            None if arch == "gemma4" => {
+                return Err(GgufError::new(HEAD_SWA, GgufErrorKind::Missing));
+            }
+            None => head_dim,
+        };
+        (h, meta.u32(DIMS_SWA)?.unwrap_or(n_rot_full), DIMS_SWA)
+    } else if arch == "step35" {
+        // "full_attention layer only use half of the RoPE dimensions": llama.cpp halves
+        // `n_rot_full` whatever the file says (after the sliding layers' default copied it).
+        (head_dim, n_rot_full / 2, DIMS)
+    } else {
+        (head_dim, n_rot_full, DIMS)
+    };
+    let n_rot = n_rot as usize;
     let head_dim = if rope_part_only(arch) {
         n_rot
     } else {
         head_dim as usize
     };
-    const DIMS: &str = "rope.dimension_count";
     if n_rot == 0
         || !n_rot.is_multiple_of(2)
         || n_rot > head_dim
         || n_rot > crate::scaling::MAX_ROTARY_DIM
     {
-        return Err(GgufError::new(DIMS, GgufErrorKind::OutOfRange));
+        return Err(GgufError::new(dims_key, GgufErrorKind::OutOfRange));
     }
     let pairs = n_rot / 2;
 
@@ -932,10 +1016,16 @@ where
         return Err(GgufError::new("rope.freq_base", GgufErrorKind::OutOfRange));
     }
     let base = match swa {
-        Swa::Base(b) => b,
+        Swa::Base(b) | Swa::Rebased(b) | Swa::Own(b) => b,
         Swa::Global | Swa::Plain => base,
     };
-    let rope_freqs = if swa == Swa::Plain { None } else { rope_freqs };
+    let rope_freqs = match swa {
+        Swa::Plain | Swa::Own(_) => None,
+        // Step 3.5 stores one factor tensor for its widest rope (the sliding layers'), and
+        // ggml reads the first `n_rot / 2` of it on the full layers.
+        _ if arch == "step35" => rope_freqs.map(|f| f.get(..pairs).unwrap_or(f)),
+        _ => rope_freqs,
+    };
     const TYPE: &str = "rope.scaling.type";
     #[derive(PartialEq)]
     enum ScalingType {
@@ -973,7 +1063,7 @@ where
     // llama_context resolves the magnitude from the model's `freq_scale`; the op's own factor
     // and the frequencies take the layer's.
     let model_freq_scale = freq_scale;
-    if swa != Swa::Global {
+    if matches!(swa, Swa::Base(_) | Swa::Own(_) | Swa::Plain) {
         freq_scale = 1.0;
     }
     let rope_attn_factor = meta.f32("rope.scaling.attn_factor")?.unwrap_or(1.0);
