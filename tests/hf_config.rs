@@ -624,11 +624,22 @@ fn hf_inv_freq(theta: f64, d: usize, pairs: usize, zeros: usize) -> Vec<f64> {
 /// The rope `ropes.for_layer(layer)` against HF's values: head dim, rotate_half, unscaled
 /// magnitude, and each frequency within one f32 rounding (a zero exactly).
 fn assert_layer(ropes: &posenc::load::HfRopes, layer: usize, head_dim: usize, want: &[f64]) {
+    assert_partial_layer(ropes, layer, head_dim, head_dim, want);
+}
+
+/// [`assert_layer`] for a rope over the first `rotary` channels of the head.
+fn assert_partial_layer(
+    ropes: &posenc::load::HfRopes,
+    layer: usize,
+    head_dim: usize,
+    rotary: usize,
+    want: &[f64],
+) {
     let rope = ropes
         .for_layer(layer)
         .unwrap_or_else(|| panic!("layer {layer}: no rope"));
     assert_eq!(rope.head_dim(), head_dim, "layer {layer}");
-    assert_eq!(rope.rotary_dim(), head_dim, "layer {layer}");
+    assert_eq!(rope.rotary_dim(), rotary, "layer {layer}");
     assert_eq!(rope.layout(), posenc::Layout::RotateHalf, "layer {layer}");
     assert_eq!(rope.attention_factor(), 1.0, "layer {layer}");
     assert_eq!(rope.inv_freq().len(), want.len(), "layer {layer}");
@@ -832,4 +843,57 @@ fn published_gemma3n_gemma4_and_modernbert_configs_rotate_each_layer_as_hf() {
     for l in 0..22 {
         assert_layer(&ropes, l, 64, if l % 3 == 0 { &global } else { &local });
     }
+}
+
+#[test]
+fn mimo_v2_sliding_layers_take_swa_rope_theta() {
+    // The Hub form (`mimo_v2`) as HF's convert_mimo_v2_flash_weights_to_hf.py reads it:
+    // `hybrid_layer_pattern` 1 = sliding; full layers `rope_theta` (with `rope_scaling`),
+    // sliding ones `swa_rope_theta`; both rotate int(192 · 0.334) = 64 channels.
+    let (full, swa) = (hf_inv_freq(1e7, 64, 32, 0), hf_inv_freq(1e4, 64, 32, 0));
+    let hub = r#""head_dim": 192, "swa_head_dim": 192, "partial_rotary_factor": 0.334,
+        "swa_rope_theta": 10000.0, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0, 1, 1]"#;
+    for json in [
+        format!(r#"{{"model_type": "mimo_v2", "rope_theta": 10000000.0, {hub}}}"#),
+        // A transformers-5 re-save keeps the Hub keys beside a flat `rope_parameters`.
+        format!(
+            r#"{{"model_type": "mimo_v2", "rope_theta": 10000000.0, {hub}, "rope_parameters":
+            {{"partial_rotary_factor": 0.334, "rope_theta": 10000000.0, "rope_type": "default",
+              "type": "default"}}}}"#
+        ),
+    ] {
+        let ropes = ropes_from_hf_config(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(ropes.layer_types().len(), 8);
+        for l in 0..8 {
+            let want = if l % 5 == 0 { &full } else { &swa };
+            assert_partial_layer(&ropes, l, 192, 64, want);
+        }
+    }
+    // MiMoV2FlashConfig's defaults: 48 layers, full at 0 and every sixth, θ 5e6 / 1e4.
+    let ropes = ropes_from_hf_config(r#"{"model_type": "mimo_v2_flash"}"#).unwrap();
+    let full5 = hf_inv_freq(5e6, 64, 32, 0);
+    assert_eq!(ropes.layer_types().len(), 48);
+    for l in 0..48 {
+        let want = if l == 0 || (l + 1) % 6 == 0 {
+            &full5
+        } else {
+            &swa
+        };
+        assert_partial_layer(&ropes, l, 192, 64, want);
+    }
+    // `rope_scaling` goes to the full layers only.
+    let ropes = ropes_from_hf_config(
+        r#"{"model_type": "mimo_v2", "hybrid_layer_pattern": [0, 1],
+        "rope_scaling": {"rope_type": "linear", "factor": 4.0}}"#,
+    )
+    .unwrap();
+    let quarter: Vec<f64> = full5.iter().map(|w| w / 4.0).collect();
+    assert_partial_layer(&ropes, 0, 192, 64, &quarter);
+    assert_partial_layer(&ropes, 1, 192, 64, &swa);
+    // A flat dict and a top-level θ that disagree.
+    assert_eq!(
+        err(r#"{"model_type": "mimo_v2", "rope_theta": 5000000.0,
+            "rope_parameters": {"rope_theta": 10000000.0}}"#),
+        ("rope_theta".to_owned(), ConfigErrorKind::Contradiction)
+    );
 }

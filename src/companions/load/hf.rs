@@ -271,8 +271,9 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_dim`, `n_embd`,
 ///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
 ///   sliding layers' θ, unscaled), ModernBERT's `global_rope_theta` / `local_rope_theta` (by
-///   `global_attn_every_n_layers`, layer 0 global) and OLMo 3's `rope_scaling` (its full
-///   layers' only: the sliding ones rotate unscaled);
+///   `global_attn_every_n_layers`, layer 0 global), MiMo-V2's Hub keys (`swa_rope_theta`,
+///   `hybrid_layer_pattern`, `swa_head_dim`, as HF's conversion script maps them) and
+///   OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate unscaled);
 /// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
@@ -512,8 +513,9 @@ impl<'a> Cfg<'a> {
         // ModernBERT (encoder, decoder): `global_rope_theta` on full layers, `local_rope_theta`
         // on sliding ones.
         let modernbert = matches!(model_type, "modernbert" | "modernbert-decoder");
-        if gemma4 && self.get("rope_parameters").is_none() {
-            let level = self.gemma4_defaults()?;
+        // Models whose config class writes its own per-type `rope_parameters` when there is
+        // none: read again with them written in.
+        if let Some(level) = self.written_rope_parameters(model_type)? {
             let cfg = match self.text {
                 Some(_) => Cfg {
                     text: Some(&level),
@@ -736,6 +738,10 @@ impl<'a> Cfg<'a> {
             };
             let dim = if layer_type == "full_attention" {
                 global_head_dim
+            } else if sliding && matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
+                // The Hub code sizes sliding heads by `swa_head_dim` (HF's port drops it as
+                // equal to `head_dim`).
+                self.usize("swa_head_dim")?.unwrap_or(head_dim)
             } else {
                 head_dim
             };
@@ -757,30 +763,99 @@ impl<'a> Cfg<'a> {
         })
     }
 
-    /// Gemma 4's config with `Gemma4TextConfig`'s default `rope_parameters` written in: HF
-    /// keeps no older form for it (`rope_theta` and `rope_scaling` are not read), so either
-    /// of those without `rope_parameters` is a contradiction here rather than ignored.
-    fn gemma4_defaults(&self) -> Result<Map<String, Value>, ConfigError> {
-        for key in ["rope_theta", "rope_scaling"] {
-            if let Some((k, _)) = self.get(key) {
-                return Err(ConfigError::new(
-                    k,
-                    ConfigErrorKind::Contradiction,
-                    "Gemma 4 reads its rope from `rope_parameters` only; without it HF ignores \
-                     this key and applies its defaults",
-                ));
-            }
+    /// The config's level (`text_config`, else the top) with the per-type `rope_parameters`
+    /// HF builds when there is none, for the models that build their own (`None` for every
+    /// other model, or when `rope_parameters` is given):
+    ///
+    /// * Gemma 4: `Gemma4TextConfig`'s defaults. HF keeps no older form for it (`rope_theta`
+    ///   and `rope_scaling` are not read), so either of those is a contradiction here rather
+    ///   than ignored.
+    /// * MiMo-V2 (`mimo_v2`, the Hub form; `mimo_v2_flash`, HF's) without a per-type dict,
+    ///   as HF's `convert_mimo_v2_flash_weights_to_hf.py` rewrites it: full layers
+    ///   `rope_theta` (5e6) with `rope_scaling`, sliding layers `swa_rope_theta` (1e4)
+    ///   unscaled, both `partial_rotary_factor` (0.334); a flat `rope_parameters` is the full
+    ///   layers'. The keys it moves are taken out of the level.
+    fn written_rope_parameters(
+        &self,
+        model_type: &str,
+    ) -> Result<Option<Map<String, Value>>, ConfigError> {
+        let per_type = match self.get("rope_parameters") {
+            None => false,
+            Some((_, Value::Object(m))) => !m.is_empty() && m.values().all(Value::is_object),
+            Some(_) => true, // refused where it is read
+        };
+        if per_type || (model_type.starts_with("gemma4") && self.get("rope_parameters").is_some()) {
+            return Ok(None);
         }
         let mut level = self.text.unwrap_or(self.root).clone();
-        level.insert(
-            "rope_parameters".to_owned(),
-            serde_json::json!({
-                "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
-                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
-                                   "rope_theta": 1_000_000.0},
-            }),
-        );
-        Ok(level)
+        let params = match model_type {
+            "gemma4" | "gemma4_text" => {
+                for key in ["rope_theta", "rope_scaling"] {
+                    if let Some((k, _)) = self.get(key) {
+                        return Err(ConfigError::new(
+                            k,
+                            ConfigErrorKind::Contradiction,
+                            "Gemma 4 reads its rope from `rope_parameters` only; without it HF \
+                             ignores this key and applies its defaults",
+                        ));
+                    }
+                }
+                serde_json::json!({
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                    "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                       "rope_theta": 1_000_000.0},
+                })
+            }
+            "mimo_v2" | "mimo_v2_flash" => {
+                // A flat `rope_parameters` (a transformers-5 re-save of the Hub form) is the
+                // full layers' dict; the top-level keys fill what it lacks and must agree.
+                let mut full = match level.remove("rope_parameters") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(m)) => m,
+                    Some(_) => return Err(wrong("rope_parameters", "an object")),
+                };
+                for (key, default) in [
+                    ("rope_theta", 5_000_000.0),
+                    ("partial_rotary_factor", 0.334),
+                ] {
+                    let top = level.remove(key).filter(|v| !v.is_null());
+                    match (full.get(key), top) {
+                        (Some(inner), Some(top)) if !same(inner, &top) => {
+                            return Err(ConfigError::new(
+                                key,
+                                ConfigErrorKind::Contradiction,
+                                format!("differs from `rope_parameters.{key}`"),
+                            ));
+                        }
+                        (Some(_), _) => {}
+                        (None, top) => {
+                            full.insert(key.to_owned(), top.unwrap_or(Value::from(default)));
+                        }
+                    }
+                }
+                if !full.contains_key("type") {
+                    full.entry("rope_type").or_insert(Value::from("default"));
+                }
+                match level.remove("rope_scaling") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(m)) => full.extend(m),
+                    Some(_) => return Err(wrong("rope_scaling", "an object")),
+                }
+                let swa_theta = match level.remove("swa_rope_theta") {
+                    Some(v) if !v.is_null() => Value::from(num_f64("swa_rope_theta", &v)?),
+                    _ => Value::from(10_000.0),
+                };
+                let prf = full.get("partial_rotary_factor").cloned();
+                serde_json::json!({
+                    "full_attention": full,
+                    "sliding_attention": {"rope_type": "default", "rope_theta": swa_theta,
+                                          "partial_rotary_factor": prf},
+                })
+            }
+            _ => return Ok(None),
+        };
+        level.insert("rope_parameters".to_owned(), params);
+        Ok(Some(level))
     }
 
     /// Whether `key` is written as `null` (where HF's value is then `None`, not the config
@@ -903,6 +978,36 @@ impl<'a> Cfg<'a> {
                 })
                 .collect();
         }
+        // MiMo-V2-Flash: the Hub form's `hybrid_layer_pattern` (1: sliding), else the config
+        // class's list (full: layer 0 and every sixth).
+        if matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
+            if let Some((k, v)) = self.get("hybrid_layer_pattern") {
+                let a = v
+                    .as_array()
+                    .ok_or_else(|| wrong(&k, "a list of 0s and 1s"))?;
+                return a
+                    .iter()
+                    .map(|x| {
+                        Ok(if num_u64(&k, x)? == 1 {
+                            "sliding_attention"
+                        } else {
+                            "full_attention"
+                        }
+                        .to_owned())
+                    })
+                    .collect();
+            }
+            return Ok((0..self.layers(48)?)
+                .map(|i| {
+                    if i == 0 || (i + 1) % 6 == 0 {
+                        "full_attention"
+                    } else {
+                        "sliding_attention"
+                    }
+                    .to_owned()
+                })
+                .collect());
+        }
         // ModernBERT's own list: layer i is full where i % period == 0 (layer 0 is).
         if matches!(model_type, "modernbert" | "modernbert-decoder") {
             let every = self.period("global_attn_every_n_layers", 3)?;
@@ -955,6 +1060,9 @@ impl<'a> Cfg<'a> {
         }
         if model_type.starts_with("gemma") {
             return Ok(256); // the config classes' default (Gemma 1 to 4, 3n)
+        }
+        if matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
+            return Ok(192);
         }
         let hidden = match self.usize("hidden_size")? {
             Some(h) => Some(h),
