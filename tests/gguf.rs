@@ -983,6 +983,37 @@ fn sliding_layers_of_more_architectures_follow_llama_cpp() {
         Some(plain(192, 64, 1e4))
     );
 
+    // ModernBERT: with a sliding window, `set_swa_pattern(3, true)` (layer 0 dense) and the
+    // sliding layers' base `rope.freq_base_swa` (10000 when absent).
+    let mb = |extra: &[(&str, GgufValue<'static>)]| {
+        let mut kv = vec![
+            ("block_count", GgufValue::U32(22)),
+            ("attention.key_length", GgufValue::U32(64)),
+            ("rope.freq_base", GgufValue::F32(160_000.0)),
+        ];
+        kv.extend_from_slice(extra);
+        meta("modern-bert", &kv)
+    };
+    let (global, local) = (plain(64, 64, 160_000.0), plain(64, 64, 1e4));
+    for m in [
+        mb(&[("attention.sliding_window", GgufValue::U32(128))]),
+        mb(&[
+            ("attention.sliding_window", GgufValue::U32(128)),
+            ("rope.freq_base_swa", GgufValue::F32(1e4)),
+        ]),
+    ] {
+        for l in 0..22 {
+            let want = if l % 3 == 0 { global } else { local };
+            assert_eq!(
+                layer(&m, None, l).unwrap(),
+                Some(want),
+                "modern-bert layer {l}"
+            );
+        }
+    }
+    let m = mb(&[]);
+    assert!((0..22).all(|l| layer(&m, None, l).unwrap() == Some(global)));
+
     // gpt-oss (and Gemma 2, Llama 4, AFMoE, SmallThinker): llama.cpp copies the model's base
     // and scale to the sliding layers, then reads `rope.freq_base_swa` over the base. So a
     // sliding layer (even, `set_swa_pattern(2)`) is the file's YaRN rope with that base.

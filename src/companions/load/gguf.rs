@@ -764,6 +764,7 @@ where
 /// | `mimo2` | as the required per-layer `attention.sliding_window_pattern` marks (one number: every layer) | base `rope.freq_base_swa` (10000), unscaled |
 /// | `gemma4`, `step35` | as `mimo2` | heads `attention.key_length_swa` wide (required for `gemma4`; else `attention.key_length`) rotating `rope.dimension_count_swa` channels (default: the full layers' `rope.dimension_count`, before Step 3.5's halving), base `rope.freq_base_swa` (10000), unscaled, no frequency factors |
 /// | `olmo2` (OLMo 3), with `attention.sliding_window` > 0 | all but the last of every `attention.sliding_window_pattern` (4), or as its per-layer array marks | the file's base, no scaling, no YaRN, magnitude 1 |
+/// | `modern-bert`, with `attention.sliding_window` > 0 | all but the first of every `attention.sliding_window_pattern` (3) | base `rope.freq_base_swa` (10000), the file's scale |
 /// | `gpt-oss`, `gemma2` | the even ones | with `rope.freq_base_swa` set, that base; everything else the file's |
 /// | `llama4` (with a chunk window), `afmoe` and `smallthinker` (with a sliding window) | every layer that rotates | as `gpt-oss` |
 ///
@@ -831,6 +832,11 @@ where
         "mimo2" if flagged(&meta, layer)? => Swa::Base(own_base()?),
         "gemma4" | "step35" if flagged(&meta, layer)? => Swa::Own(own_base()?),
         "olmo2" if windowed && slides(&meta, layer, 4, Array::PerLayer)? => Swa::Plain,
+        // Its graph takes each layer's base but the model's scale: the sliding layers' base
+        // is `rope.freq_base_swa` (10000; no copy of the global one).
+        "modern-bert" if windowed && slides(&meta, layer, 3, Array::DenseFirst)? => {
+            Swa::Rebased(own_base()?)
+        }
         // `set_swa_pattern(2)`: even layers slide.
         "gpt-oss" | "gemma2" if layer.is_multiple_of(2) => rebased()?,
         // Chunked / sliding layers are the ones that rotate at all ([`gguf_layer_rotates`]):
@@ -859,6 +865,9 @@ enum Array {
     PerLayer,
     /// Not at all: a scalar read (`get_key_or_arr` into one number) leaves the default period.
     Ignored,
+    /// As [`Array::Ignored`], with the period's first layer the dense one
+    /// (`set_swa_pattern(p, true)`: ModernBERT).
+    DenseFirst,
 }
 
 /// Whether layer `il` slides, by `attention.sliding_window_pattern`: a per-layer array (a
@@ -871,7 +880,7 @@ where
     const PATTERN: &str = "attention.sliding_window_pattern";
     let p = match meta.get(PATTERN)? {
         None => period,
-        Some(GgufValue::Array(_)) if arrays == Array::Ignored => period,
+        Some(GgufValue::Array(_)) if arrays != Array::PerLayer => period,
         Some(GgufValue::Array(a)) => {
             return match a.get(il as usize) {
                 None => Ok(false),
@@ -889,7 +898,10 @@ where
             u32::try_from(n).map_err(|_| GgufError::new(PATTERN, GgufErrorKind::OutOfRange))?
         }
     };
-    Ok(p == 0 || il % p < p - 1)
+    Ok(match arrays {
+        Array::DenseFirst => p == 0 || !il.is_multiple_of(p),
+        _ => p == 0 || il % p < p - 1,
+    })
 }
 
 /// Whether layer `il` slides by a required `attention.sliding_window_pattern` read as
