@@ -40,8 +40,10 @@
 //! # }
 //! ```
 //!
-//! **Per layer.** Some models rotate their layers differently: Gemma 3's sliding-window
-//! layers with their own base, OLMo 3's without its YaRN scaling; and some leave the queries
+//! **Per layer.** Some models rotate their layers differently: the sliding-window layers of
+//! Gemma 3 and 3n, ModernBERT and MiMo-V2 with their own base, OLMo 3's without its YaRN
+//! scaling, Gemma 4's full layers over heads twice as wide (and in its GGUF, Step 3.5's over
+//! half the channels); and some leave the queries
 //! and keys of some layers unrotated (NoPE): Llama 4 and SmolLM3 every fourth layer, Cohere 2,
 //! EXAONE 4 and AFMoE their global layers. A runtime asks per layer:
 //! [`HfRopes::for_layer`] (`None` on a NoPE layer; [`HfRopes::rotates`]) on the HF route,
