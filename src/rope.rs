@@ -276,6 +276,17 @@ impl Rope {
         })
     }
 
+    /// The same rope over the window `offset .. offset + rotary_dim` of each head (the
+    /// GGUF loader's frequencies come through [`Rope::from_inv_freq`], whose window starts at
+    /// channel 0).
+    pub(crate) fn with_rotary_offset(self, offset: usize) -> Result<Rope, Error> {
+        check_offset(self.head_dim, self.rotary_dim, offset)?;
+        Ok(Rope {
+            rotary_offset: offset,
+            ..self
+        })
+    }
+
     /// The same rope, run on `backend` (for tests, benchmarks and A/B checks).
     ///
     /// ```

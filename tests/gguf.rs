@@ -1014,6 +1014,85 @@ fn sliding_layers_of_more_architectures_follow_llama_cpp() {
     let m = mb(&[]);
     assert!((0..22).all(|l| layer(&m, None, l).unwrap() == Some(global)));
 
+    // DeepSeek-V4 (`deepseek4`): layers whose `attention.compress_ratios` entry is 0 rotate
+    // plainly with `rope.freq_base` (freq_scale 1, ext_factor 0, attn_factor 1); the others
+    // with `attention.compress_rope_freq_base` and the file's YaRN (betas 32 / 1: the loader
+    // reads no beta key), magnitude `dsv4_rope_attn_factor` times ggml's own (≈ 1). Both over
+    // the head's last `rope.dimension_count` channels, adjacent pairs (NORM).
+    let ratios: &'static [u32] = &[0, 0, 4, 128];
+    let yarn_keys = [
+        ("attention.key_length", GgufValue::U32(512)),
+        ("rope.dimension_count", GgufValue::U32(64)),
+        ("context_length", GgufValue::U32(1 << 20)),
+        ("rope.scaling.type", GgufValue::Str("yarn")),
+        ("rope.scaling.factor", GgufValue::F32(16.0)),
+        (
+            "rope.scaling.original_context_length",
+            GgufValue::U32(65536),
+        ),
+    ];
+    let mut kv = yarn_keys.to_vec();
+    kv.extend([
+        ("rope.freq_base", GgufValue::F32(1e4)),
+        (
+            "attention.compress_rope_freq_base",
+            GgufValue::F32(160_000.0),
+        ),
+        ("rope.scaling.yarn_beta_fast", GgufValue::F32(8.0)),
+        (
+            "attention.compress_ratios",
+            GgufValue::Array(GgufArray::from_u32(ratios)),
+        ),
+    ]);
+    let m = meta("deepseek4", &kv);
+    let sliding = Rope::new(
+        &RopeConfig::new(512, 1e4, Layout::Interleaved)
+            .rotary_dim(64)
+            .rotary_offset(448),
+    )
+    .unwrap();
+    // The compressed layers' frequencies: llama.cpp's YaRN over base 160000 as any NORM
+    // architecture's file with those keys gets it (default betas).
+    let mut kv = yarn_keys.to_vec();
+    kv.push(("rope.freq_base", GgufValue::F32(160_000.0)));
+    let llama = build(&meta("llama", &kv), None).unwrap();
+    for l in 0..4 {
+        let got = layer(&m, None, l).unwrap().unwrap();
+        if ratios[l as usize] == 0 {
+            assert_eq!(got, sliding, "deepseek4 layer {l}");
+            continue;
+        }
+        assert_eq!(got.inv_freq(), llama.inv_freq(), "deepseek4 layer {l}");
+        assert_eq!(
+            (
+                got.head_dim(),
+                got.rotary_dim(),
+                got.rotary_offset(),
+                got.layout()
+            ),
+            (512, 64, 448, Layout::Interleaved)
+        );
+        assert!((got.attention_factor() - 1.0).abs() <= f32::EPSILON);
+        assert_eq!(
+            build(&m, None).unwrap(),
+            got,
+            "rope_from_gguf: the compressed layers'"
+        );
+    }
+    assert_eq!(
+        layer(&m, None, 4).map_err(|e| (e.key, e.kind)),
+        Err(("attention.compress_ratios", GgufErrorKind::OutOfRange))
+    );
+    let m = meta("deepseek4", &yarn_keys);
+    assert_eq!(
+        build(&m, None).map_err(|e| (e.key, e.kind)),
+        Err(("attention.compress_rope_freq_base", GgufErrorKind::Missing))
+    );
+    assert_eq!(
+        layer(&m, None, 0).map_err(|e| (e.key, e.kind)),
+        Err(("attention.compress_ratios", GgufErrorKind::Missing))
+    );
+
     // gpt-oss (and Gemma 2, Llama 4, AFMoE, SmallThinker): llama.cpp copies the model's base
     // and scale to the sliding layers, then reads `rope.freq_base_swa` over the base. So a
     // sliding layer (even, `set_swa_pattern(2)`) is the file's YaRN rope with that base.

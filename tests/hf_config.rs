@@ -897,3 +897,77 @@ fn mimo_v2_sliding_layers_take_swa_rope_theta() {
         ("rope_theta".to_owned(), ConfigErrorKind::Contradiction)
     );
 }
+
+#[test]
+fn deepseek_v4_rotates_the_last_channels_by_layer_kind() {
+    use posenc::{Layout, RopeConfig, Scaling, Yarn};
+    // DeepseekV4Config: sliding layers (compress ratio 0) the "main" rope, θ `rope_theta`
+    // unscaled; compressed ones (4: CSA, 128: HCA) the "compress" rope, θ
+    // `compress_rope_theta` with the YaRN `rope_scaling` and `attention_factor` 1.0. Both
+    // rotate the head's last `qk_rope_head_dim` channels (`x[..., -rope_dim:]`) in adjacent
+    // pairs (`repeat_interleave(2)`).
+    let yarn = Yarn {
+        attention_factor: Some(1.0),
+        ..Yarn::new(16.0, 65536)
+    };
+    let rope = |theta: f32, scaling: Scaling<'_>| {
+        let cfg = RopeConfig::new(512, theta, Layout::Interleaved)
+            .rotary_dim(64)
+            .rotary_offset(448)
+            .scaling(scaling);
+        Rope::new(&cfg).unwrap()
+    };
+    let (main, compress) = (
+        rope(1e4, Scaling::None),
+        rope(160_000.0, Scaling::Yarn(yarn)),
+    );
+    assert_ne!(main, compress);
+    let hub = r#""model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64,
+        "num_hidden_layers": 6, "rope_theta": 10000, "compress_rope_theta": 160000,
+        "max_position_embeddings": 1048576, "compress_ratios": [0, 0, 4, 128, 4, 0, 0]"#;
+    let scaling = r#"{"beta_fast": 32, "beta_slow": 1, "factor": 16,
+        "original_max_position_embeddings": 65536, "type": "yarn"}"#;
+    let nested = r#"{"main": {"rope_type": "default", "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.125},
+        "compress": {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 65536,
+            "beta_fast": 32, "beta_slow": 1, "attention_factor": 1.0, "rope_theta": 160000.0,
+            "partial_rotary_factor": 0.125}}"#;
+    for json in [
+        format!(r#"{{{hub}, "rope_scaling": {scaling}}}"#),
+        // transformers 5: the scaling as a flat `rope_parameters`, or nested by rope.
+        format!(r#"{{{hub}, "rope_parameters": {scaling}}}"#),
+        format!(r#"{{{hub}, "rope_parameters": {nested}}}"#),
+    ] {
+        let ropes = ropes_from_hf_config(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(ropes.layer_types().len(), 6, "{json}");
+        for (l, want) in [main, main, compress, compress, compress, main]
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(ropes.for_layer(l), Some(want), "layer {l}: {json}");
+        }
+    }
+    // The config class's own list (43 layers): two heavily compressed layers, then heavily
+    // and sparsely compressed in turn; every layer the compress rope.
+    let ropes = ropes_from_hf_config(&format!(
+        r#"{{"model_type": "deepseek_v4", "rope_scaling": {scaling}}}"#
+    ))
+    .unwrap();
+    let types = ropes.layer_types();
+    assert_eq!(types.len(), 43);
+    assert_eq!(
+        types[..5],
+        [
+            "heavily_compressed_attention",
+            "heavily_compressed_attention",
+            "heavily_compressed_attention",
+            "compressed_sparse_attention",
+            "heavily_compressed_attention"
+        ]
+    );
+    assert!((0..43).all(|l| ropes.for_layer(l) == Some(&compress)));
+    assert_eq!(
+        err(r#"{"model_type": "deepseek_v4", "compress_ratios": [0, 8]}"#),
+        ("compress_ratios".to_owned(), ConfigErrorKind::UnknownValue)
+    );
+}

@@ -678,7 +678,9 @@ where
 /// (Gemma 3, Gemma 3n, Gemma 4, OLMo 3, MiMo-V2, Step 3.5, …), of its global layers;
 /// [`rope_from_gguf_layer`] gives each layer's. Step 3.5's global layers rotate half of
 /// `rope.dimension_count` (llama.cpp halves it for them) with the first half of `rope_freqs`
-/// (one tensor sized for the sliding layers' wider rope).
+/// (one tensor sized for the sliding layers' wider rope). DeepSeek-V4's (`deepseek4`) is
+/// that of its layers with a compressor (see [`rope_from_gguf_layer`]), over the head's last
+/// `rope.dimension_count` channels.
 ///
 /// `lookup` returns the value of a metadata key (full key, e.g. `"llama.rope.freq_base"`), or
 /// `None` if the file does not have it. `rope_freqs` is the content of the model's frequency
@@ -765,6 +767,7 @@ where
 /// | `gemma4`, `step35` | as `mimo2` | heads `attention.key_length_swa` wide (required for `gemma4`; else `attention.key_length`) rotating `rope.dimension_count_swa` channels (default: the full layers' `rope.dimension_count`, before Step 3.5's halving), base `rope.freq_base_swa` (10000), unscaled, no frequency factors |
 /// | `olmo2` (OLMo 3), with `attention.sliding_window` > 0 | all but the last of every `attention.sliding_window_pattern` (4), or as its per-layer array marks | the file's base, no scaling, no YaRN, magnitude 1 |
 /// | `modern-bert`, with `attention.sliding_window` > 0 | all but the first of every `attention.sliding_window_pattern` (3) | base `rope.freq_base_swa` (10000), the file's scale |
+/// | `deepseek4` | those whose required `attention.compress_ratios` entry is 0 | the file's base, no scaling, no YaRN, magnitude 1 (the others, with a compressor: `attention.compress_rope_freq_base`, the file's YaRN with betas 32 / 1, magnitude 1) |
 /// | `gpt-oss`, `gemma2` | the even ones | with `rope.freq_base_swa` set, that base; everything else the file's |
 /// | `llama4` (with a chunk window), `afmoe` and `smallthinker` (with a sliding window) | every layer that rotates | as `gpt-oss` |
 ///
@@ -831,6 +834,9 @@ where
         // A required per-layer list (`get_key_or_arr(…, swa_layers, n_layer)`).
         "mimo2" if flagged(&meta, layer)? => Swa::Base(own_base()?),
         "gemma4" | "step35" if flagged(&meta, layer)? => Swa::Own(own_base()?),
+        // `use_compress_rope = dsv4_compress_ratios[il] != 0`: the others rotate plainly (the
+        // file's base, no scaling or YaRN, magnitude 1).
+        "deepseek4" if !compressed(&meta, layer)? => Swa::Plain,
         "olmo2" if windowed && slides(&meta, layer, 4, Array::PerLayer)? => Swa::Plain,
         // Its graph takes each layer's base but the model's scale: the sliding layers' base
         // is `rope.freq_base_swa` (10000; no copy of the global one).
@@ -929,6 +935,26 @@ where
     }
 }
 
+/// Whether DeepSeek-V4's layer `il` has a compressor: its entry of the required
+/// `attention.compress_ratios` (one per layer at least, as llama.cpp checks) is not 0.
+fn compressed<'a, F>(meta: &Meta<'_, F>, il: u32) -> Result<bool, GgufError>
+where
+    F: Fn(&str) -> Option<GgufValue<'a>>,
+{
+    const RATIOS: &str = "attention.compress_ratios";
+    match meta.get(RATIOS)? {
+        None => Err(GgufError::new(RATIOS, GgufErrorKind::Missing)),
+        Some(GgufValue::Array(a)) => match a.get(il as usize) {
+            None => Err(GgufError::new(RATIOS, GgufErrorKind::OutOfRange)),
+            Some(v) => v
+                .as_u64()
+                .map(|r| r != 0)
+                .ok_or(GgufError::new(RATIOS, GgufErrorKind::WrongType)),
+        },
+        Some(_) => Err(GgufError::new(RATIOS, GgufErrorKind::WrongType)),
+    }
+}
+
 /// What a sliding-window layer's rope takes instead of the file's (llama.cpp's
 /// `get_rope_freq_base` / `get_rope_freq_scale` of an SWA layer, and OLMo 3's graph).
 #[derive(Clone, Copy, PartialEq)]
@@ -987,7 +1013,10 @@ where
     };
     const DIMS: &str = "rope.dimension_count";
     let n_rot_full = meta.u32(DIMS)?.unwrap_or(head_dim);
-    let (head_dim, n_rot, dims_key) = if let Swa::Own(_) = swa {
+    // DeepSeek-V4: every layer is a sliding one to llama.cpp (`set_swa_pattern(0)`), so its
+    // heads take the sliding layers' dims; its graph picks the rope by compress ratio.
+    let dsv4 = arch == "deepseek4";
+    let (head_dim, n_rot, dims_key) = if matches!(swa, Swa::Own(_)) || dsv4 {
         // The sliding layers' dims, defaulting to the full layers' (Gemma 4 requires the
         // head's: `get_key(LLM_KV_ATTENTION_KEY_LENGTH_SWA, …)` without a default).
         const HEAD_SWA: &str = "attention.key_length_swa";
@@ -1029,6 +1058,15 @@ where
     }
     let base = match swa {
         Swa::Base(b) | Swa::Rebased(b) | Swa::Own(b) => b,
+        // DeepSeek-V4's compressed layers: `dsv4_compress_rope_base`, required.
+        Swa::Global if dsv4 => {
+            const COMPRESS: &str = "attention.compress_rope_freq_base";
+            match meta.f32(COMPRESS)? {
+                Some(b) if b > 0.0 => b,
+                Some(_) => return Err(GgufError::new(COMPRESS, GgufErrorKind::OutOfRange)),
+                None => return Err(GgufError::new(COMPRESS, GgufErrorKind::Missing)),
+            }
+        }
         Swa::Global | Swa::Plain => base,
     };
     let rope_freqs = match swa {
@@ -1095,8 +1133,15 @@ where
         Some(a) if a >= 0.0 => a,
         _ => 1.0,
     };
-    let beta_fast = meta.f32("rope.scaling.yarn_beta_fast")?.unwrap_or(32.0);
-    let beta_slow = meta.f32("rope.scaling.yarn_beta_slow")?.unwrap_or(1.0);
+    // (DeepSeek-V4's loader reads neither key: its betas are the defaults.)
+    let (beta_fast, beta_slow) = if dsv4 {
+        (32.0, 1.0)
+    } else {
+        (
+            meta.f32("rope.scaling.yarn_beta_fast")?.unwrap_or(32.0),
+            meta.f32("rope.scaling.yarn_beta_slow")?.unwrap_or(1.0),
+        )
+    };
     let log_mul = meta
         .f32("rope.scaling.yarn_log_multiplier")?
         .map_or(0.0, |v| v / 0.1);
@@ -1168,6 +1213,15 @@ where
     attn *= rope_attn_factor;
     if swa == Swa::Plain {
         attn = 1.0;
+    }
+    // DeepSeek-V4's graph passes its own factor, `dsv4_rope_attn_factor`, which cancels
+    // ggml's in-op one below.
+    if dsv4 && swa == Swa::Global {
+        attn = if ext_factor != 0.0 {
+            1.0 / (1.0 + 0.1 * libm::logf(1.0 / freq_scale))
+        } else {
+            1.0
+        };
     }
     let mut magnitude = attn;
     if ext_factor != 0.0 {
@@ -1271,5 +1325,13 @@ where
     } else {
         "rope.scaling.attn_factor"
     };
-    Rope::from_inv_freq(head_dim, layout, &inv_freq[..pairs], magnitude).map_err(rope_err(key))
+    let rope = Rope::from_inv_freq(head_dim, layout, &inv_freq[..pairs], magnitude)
+        .map_err(rope_err(key))?;
+    if dsv4 {
+        // `[nope | rope]`: the rotated channels are the head's last `n_rot`.
+        return rope
+            .with_rotary_offset(head_dim - n_rot)
+            .map_err(rope_err(dims_key));
+    }
+    Ok(rope)
 }

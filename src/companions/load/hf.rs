@@ -214,7 +214,9 @@ impl HfRopes {
         self.ropes.iter().map(|(k, r)| (k.as_str(), r))
     }
 
-    /// The number of distinct ropes.
+    /// The number of (layer type, rope) entries: one per layer type with settings of its own
+    /// (DeepSeek-V4 lists its compress rope under both compressed types), one in all when
+    /// every layer rotates alike.
     ///
     /// ```
     /// assert_eq!(posenc::load::ropes_from_hf_config(r#"{"head_dim": 64}"#).unwrap().len(), 1);
@@ -272,7 +274,9 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
 ///   sliding layers' θ, unscaled), ModernBERT's `global_rope_theta` / `local_rope_theta` (by
 ///   `global_attn_every_n_layers`, layer 0 global), MiMo-V2's Hub keys (`swa_rope_theta`,
-///   `hybrid_layer_pattern`, `swa_head_dim`, as HF's conversion script maps them) and
+///   `hybrid_layer_pattern`, `swa_head_dim`, as HF's conversion script maps them),
+///   DeepSeek-V4's (`compress_ratios`, `compress_rope_theta`, `qk_rope_head_dim`: see
+///   below) and
 ///   OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate unscaled);
 /// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
@@ -290,6 +294,14 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// [`ConfigErrorKind::Contradiction`] (HF would ignore it), a single `rope_parameters` dict a
 /// [`ConfigErrorKind::Missing`] (it needs one per layer type), and its last layer is full
 /// whatever `layer_types` says, as its config class forces it.
+///
+/// DeepSeek-V4 keys its ropes by rope (`"main"`, `"compress"`), not by layer type; the result
+/// has them by layer type: `"sliding_attention"` (compress ratio 0: θ `rope_theta`,
+/// unscaled) and `"compressed_sparse_attention"` / `"heavily_compressed_attention"` (4, 128:
+/// θ `compress_rope_theta` with the YaRN scaling, attention factor 1). Each rotates the last
+/// `qk_rope_head_dim` (64) channels of the 512-wide head (`rotary_offset` 448) in adjacent
+/// pairs. Its compressor's keys (rotated at their block's first position) and the output's
+/// inverse rotation (`apply_inverse` at the query's position) use the same ropes.
 ///
 /// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), GLM
 /// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), Llama 4 (`llama4`,
@@ -546,7 +558,7 @@ impl<'a> Cfg<'a> {
             // Llama 4 rotates adjacent pairs as complex numbers (`view_as_complex`); its HF
             // checkpoint is not permuted to rotate_half as Llama 1–3's are.
             "gptj" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" | "llama4"
-            | "llama4_text" => Layout::Interleaved,
+            | "llama4_text" | "deepseek_v4" => Layout::Interleaved,
             _ if deepseek => match self.get("rope_interleave") {
                 None => Layout::Interleaved,
                 Some((k, v)) => match v.as_bool() {
@@ -748,6 +760,22 @@ impl<'a> Cfg<'a> {
             let rope = self.rope(model_type, dim, layout, dict, theta, options)?;
             ropes.push((layer_type.clone(), rope));
         }
+        // DeepSeek-V4 keys its ropes by rope (`rope_layer_type = "main" if sliding else
+        // "compress"`): one entry per layer type that takes each.
+        if model_type == "deepseek_v4" {
+            let mut typed = Vec::with_capacity(ropes.len() + 1);
+            for (key, rope) in ropes {
+                match key.as_str() {
+                    "main" => typed.push(("sliding_attention".to_owned(), rope)),
+                    "compress" => {
+                        typed.push(("compressed_sparse_attention".to_owned(), rope));
+                        typed.push(("heavily_compressed_attention".to_owned(), rope));
+                    }
+                    _ => typed.push((key, rope)),
+                }
+            }
+            ropes = typed;
+        }
         // One rope for every layer type: say so once.
         if ropes.len() > 1 && ropes.iter().all(|(_, r)| *r == ropes[0].1) && !gemma3 {
             ropes.truncate(1);
@@ -779,6 +807,9 @@ impl<'a> Cfg<'a> {
         &self,
         model_type: &str,
     ) -> Result<Option<Map<String, Value>>, ConfigError> {
+        if model_type == "deepseek_v4" {
+            return self.deepseek_v4_parameters();
+        }
         let per_type = match self.get("rope_parameters") {
             None => false,
             Some((_, Value::Object(m))) => !m.is_empty() && m.values().all(Value::is_object),
@@ -855,6 +886,99 @@ impl<'a> Cfg<'a> {
             _ => return Ok(None),
         };
         level.insert("rope_parameters".to_owned(), params);
+        Ok(Some(level))
+    }
+
+    /// DeepSeek-V4's `rope_parameters` as `DeepseekV4Config` builds them, keyed by rope
+    /// (`"main"`: the sliding layers', `"compress"`: the compressed layers'); `None` when the
+    /// config already has them complete.
+    ///
+    /// From the Hub form: `main` = default rope, θ `rope_theta` (10000); `compress` =
+    /// `rope_scaling` (YaRN) with θ `compress_rope_theta` (160000); both over
+    /// `partial_rotary_factor` (else `qk_rope_head_dim / head_dim`, else 64 / 512) of the
+    /// head. A YaRN `compress` without `attention_factor` gets 1.0 ("the V4 reference does NOT
+    /// multiply cos/sin by YaRN's computed mscale"); a nested dict is taken as written.
+    fn deepseek_v4_parameters(&self) -> Result<Option<Map<String, Value>>, ConfigError> {
+        let mut level = self.text.unwrap_or(self.root).clone();
+        let yarn = |m: &Map<String, Value>| {
+            let name = m.get("rope_type").or_else(|| m.get("type"));
+            name.and_then(Value::as_str) == Some("yarn") && !m.contains_key("attention_factor")
+        };
+        // Already nested (`main`, `compress`): as written, the factor included; the top-level
+        // keys it replaces are dropped, as the config class drops them.
+        const REPLACED: [&str; 4] = [
+            "rope_theta",
+            "compress_rope_theta",
+            "partial_rotary_factor",
+            "qk_rope_head_dim",
+        ];
+        let flat = match self.get("rope_parameters") {
+            None => Map::new(),
+            Some((_, Value::Object(m))) if m.get("main").is_some_and(Value::is_object) => {
+                if REPLACED.iter().all(|k| !level.contains_key(*k)) {
+                    return Ok(None);
+                }
+                for k in REPLACED {
+                    level.remove(k);
+                }
+                return Ok(Some(level));
+            }
+            Some((k, Value::Object(m))) => {
+                level.remove(k.trim_start_matches("text_config."));
+                m.clone()
+            }
+            Some(_) => return Ok(None), // refused where it is read
+        };
+        let head = self.usize("head_dim")?.unwrap_or(512);
+        // `partial_rotary_factor`, else `qk_rope_head_dim / head_dim`, else 64 / 512.
+        let prf = match (
+            level.remove("partial_rotary_factor"),
+            level.remove("qk_rope_head_dim"),
+        ) {
+            (Some(p), _) if !p.is_null() => p,
+            (_, Some(q)) if !q.is_null() && head > 0 => {
+                Value::from(num_usize("qk_rope_head_dim", &q)? as f64 / head as f64)
+            }
+            _ => Value::from(64.0 / 512.0),
+        };
+        let mut take = |key: &str, default: f64| -> Result<Value, ConfigError> {
+            match level.remove(key) {
+                Some(v) if !v.is_null() => num_f64(key, &v).map(Value::from),
+                _ => Ok(Value::from(default)),
+            }
+        };
+        let theta = take("rope_theta", 10_000.0)?;
+        let compress_theta = take("compress_rope_theta", 160_000.0)?;
+        // The scaling: `rope_scaling` (transformers 4) or a flat `rope_parameters`.
+        let mut compress = match level.remove("rope_scaling") {
+            None | Some(Value::Null) => flat,
+            Some(Value::Object(m)) if flat.is_empty() => m,
+            Some(Value::Object(_)) => {
+                return Err(ConfigError::new(
+                    "rope_scaling",
+                    ConfigErrorKind::Contradiction,
+                    "given beside a flat `rope_parameters`",
+                ));
+            }
+            Some(_) => return Err(wrong("rope_scaling", "an object")),
+        };
+        if yarn(&compress) {
+            compress.insert("attention_factor".to_owned(), Value::from(1.0));
+        }
+        if !compress.contains_key("type") {
+            compress
+                .entry("rope_type")
+                .or_insert(Value::from("default"));
+        }
+        compress.insert("rope_theta".to_owned(), compress_theta);
+        compress.insert("partial_rotary_factor".to_owned(), prf.clone());
+        level.insert(
+            "rope_parameters".to_owned(),
+            serde_json::json!({
+                "main": {"rope_type": "default", "rope_theta": theta, "partial_rotary_factor": prf},
+                "compress": compress,
+            }),
+        );
         Ok(Some(level))
     }
 
@@ -978,6 +1102,42 @@ impl<'a> Cfg<'a> {
                 })
                 .collect();
         }
+        // DeepSeek-V4: `_COMPRESS_RATIO_TO_LAYER_TYPE[r] for r in compress_ratios`, cut to
+        // `num_hidden_layers` (the list also covers the MTP layers).
+        if model_type == "deepseek_v4" {
+            let Some((k, v)) = self.get("compress_ratios") else {
+                // The config class's (V4-Pro's) list: two heavily compressed layers, then
+                // heavily / sparsely compressed in turn.
+                let n = self.layers(43)?;
+                return Ok((0..n)
+                    .map(|i| {
+                        if i >= 2 && (i - 2) % 2 == 1 {
+                            "compressed_sparse_attention"
+                        } else {
+                            "heavily_compressed_attention"
+                        }
+                        .to_owned()
+                    })
+                    .collect());
+            };
+            let a = v
+                .as_array()
+                .ok_or_else(|| wrong(&k, "a list of 0, 4 or 128"))?;
+            let n = self.layers(43)?.min(a.len());
+            return a[..n]
+                .iter()
+                .map(|r| match num_u64(&k, r)? {
+                    0 => Ok("sliding_attention".to_owned()),
+                    4 => Ok("compressed_sparse_attention".to_owned()),
+                    128 => Ok("heavily_compressed_attention".to_owned()),
+                    other => Err(ConfigError::new(
+                        k.clone(),
+                        ConfigErrorKind::UnknownValue,
+                        format!("compress ratio {other} is none of 0, 4, 128"),
+                    )),
+                })
+                .collect();
+        }
         // MiMo-V2-Flash: the Hub form's `hybrid_layer_pattern` (1: sliding), else the config
         // class's list (full: layer 0 and every sixth).
         if matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
@@ -1063,6 +1223,9 @@ impl<'a> Cfg<'a> {
         }
         if matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
             return Ok(192);
+        }
+        if model_type == "deepseek_v4" {
+            return Ok(512);
         }
         let hidden = match self.usize("hidden_size")? {
             Some(h) => Some(h),
@@ -1449,8 +1612,14 @@ impl<'a> Cfg<'a> {
             _ => Scaling::None, // unreachable: refused above
         };
 
+        // DeepSeek-V4 rotates the head's last channels (`[nope | rope]`, `x[..., -rd:]`).
+        let offset = match model_type {
+            "deepseek_v4" => head_dim.saturating_sub(rotary_dim),
+            _ => 0,
+        };
         let cfg = RopeConfig::new(head_dim, base, layout)
             .rotary_dim(rotary_dim)
+            .rotary_offset(offset)
             .scaling(scaling)
             .axes(axes);
         let key = if rope_type == "default" && matches!(axes, Axes::Single) {

@@ -43,7 +43,8 @@
 //! **Per layer.** Some models rotate their layers differently: the sliding-window layers of
 //! Gemma 3 and 3n, ModernBERT and MiMo-V2 with their own base, OLMo 3's without its YaRN
 //! scaling, Gemma 4's full layers over heads twice as wide (and in its GGUF, Step 3.5's over
-//! half the channels); and some leave the queries
+//! half the channels), DeepSeek-V4's sliding and compressed layers with two ropes; and some
+//! leave the queries
 //! and keys of some layers unrotated (NoPE): Llama 4 and SmolLM3 every fourth layer, Cohere 2,
 //! EXAONE 4 and AFMoE their global layers. A runtime asks per layer:
 //! [`HfRopes::for_layer`] (`None` on a NoPE layer; [`HfRopes::rotates`]) on the HF route,
