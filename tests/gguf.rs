@@ -878,6 +878,23 @@ fn sliding_layers_of_more_architectures_follow_llama_cpp() {
         }
     }
 
+    // EmbeddingGemma: Gemma 3's pattern (6) and sliding base.
+    let m = meta(
+        "gemma-embedding",
+        &[
+            ("attention.key_length", GgufValue::U32(256)),
+            ("rope.freq_base", GgufValue::F32(1e6)),
+        ],
+    );
+    for l in 0..12 {
+        let want = if l % 6 == 5 { global } else { local };
+        assert_eq!(
+            layer(&m, None, l).unwrap(),
+            Some(want),
+            "gemma-embedding layer {l}"
+        );
+    }
+
     // Gemma 4: sliding layers by the required list, heads `attention.key_length_swa` wide
     // rotating `rope.dimension_count_swa`, base `rope.freq_base_swa`, unscaled and without
     // the factors, which only the full layers take (the proportional mask: 64 pairs of 1,

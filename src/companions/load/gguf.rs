@@ -763,6 +763,7 @@ where
 /// |---|---|---|
 /// | `gemma3` | all but the last of every `attention.sliding_window_pattern` (6), or the layers a per-layer array of that key marks | base `rope.freq_base_swa` (10000), unscaled (`rope_freq_scale_train_swa = 1`) |
 /// | `gemma3n` | all but the last of every `attention.sliding_window_pattern` (5), or as its per-layer array marks | base `rope.freq_base_swa` (10000), unscaled |
+/// | `gemma-embedding` (EmbeddingGemma) | as `gemma3`, whatever the window | as `gemma3` |
 /// | `mimo2` | as the required per-layer `attention.sliding_window_pattern` marks (one number: every layer) | base `rope.freq_base_swa` (10000), unscaled |
 /// | `gemma4`, `step35` | as `mimo2` | heads `attention.key_length_swa` wide (required for `gemma4`; else `attention.key_length`) rotating `rope.dimension_count_swa` channels (default: the full layers' `rope.dimension_count`, before Step 3.5's halving), base `rope.freq_base_swa` (10000), unscaled, no frequency factors |
 /// | `olmo2` (OLMo 3), with `attention.sliding_window` > 0 | all but the last of every `attention.sliding_window_pattern` (4), or as its per-layer array marks | the file's base, no scaling, no YaRN, magnitude 1 |
@@ -831,6 +832,8 @@ where
             Swa::Base(own_base()?)
         }
         "gemma3n" if slides(&meta, layer, 5, Array::PerLayer)? => Swa::Base(own_base()?),
+        // EmbeddingGemma: Gemma 3's layers without the causal mask (`load_swa_pattern(ml, 6)`).
+        "gemma-embedding" if slides(&meta, layer, 6, Array::PerLayer)? => Swa::Base(own_base()?),
         // A required per-layer list (`get_key_or_arr(…, swa_layers, n_layer)`).
         "mimo2" if flagged(&meta, layer)? => Swa::Base(own_base()?),
         "gemma4" | "step35" if flagged(&meta, layer)? => Swa::Own(own_base()?),
