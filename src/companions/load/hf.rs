@@ -748,7 +748,7 @@ impl<'a> Cfg<'a> {
                 }
                 t => *t,
             };
-            let dim = if layer_type == "full_attention" {
+            let dim = if full {
                 global_head_dim
             } else if sliding && matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
                 // The Hub code sizes sliding heads by `swa_head_dim` (HF's port drops it as
