@@ -334,6 +334,15 @@ fn bad_metadata_is_a_typed_error() {
     );
     assert_eq!(e(&meta("nonesuch", &ok)), ("general.architecture", Unknown));
     assert_eq!(e(&meta("gptj", &ok)), ("general.architecture", NoRope));
+    // Baichuan's 13B (40 blocks) attends with ALiBi (llama.cpp's `LLM_TYPE_13B`); its 7B
+    // (32 blocks) rotates.
+    let baichuan = |blocks: u32| {
+        let mut keys = ok.to_vec();
+        keys.push(("block_count", GgufValue::U32(blocks)));
+        meta("baichuan", &keys)
+    };
+    assert_eq!(e(&baichuan(40)), ("block_count", NoRope));
+    assert!(build(&baichuan(32), None).is_ok());
     assert_eq!(e(&meta("llama", &[])), ("embedding_length", Missing));
     assert_eq!(
         e(&meta(

@@ -284,11 +284,11 @@ fn unknown_and_contradictory_keys_are_named() {
     // "absolute". Neither builds a Rope; "rope" does.
     assert_eq!(
         err(r#"{"head_dim": 64, "position_embedding_type": "nope"}"#),
-        (k("position_embedding_type"), UnknownValue)
+        (k("position_embedding_type"), NoRope)
     );
     assert_eq!(
         err(r#"{"head_dim": 64, "position_embedding_type": "absolute"}"#),
-        (k("position_embedding_type"), UnknownValue)
+        (k("position_embedding_type"), NoRope)
     );
     assert_eq!(
         err(r#"{"head_dim": 64, "position_embedding_type": 1}"#),
@@ -513,7 +513,7 @@ fn nope_settings_are_checked() {
     let (key, kind) = err(r#"{"model_type": "granitemoehybrid", "head_dim": 128}"#);
     assert_eq!(
         (key.as_str(), kind),
-        ("position_embedding_type", ConfigErrorKind::UnknownValue)
+        ("position_embedding_type", ConfigErrorKind::NoRope)
     );
     assert!(
         ropes_from_hf_config(
@@ -574,6 +574,401 @@ fn nope_settings_are_checked() {
 /// OLMo 3 (transformers-4 form): `rope_scaling` is the full layers'; the sliding layers (three
 /// of every four, `Olmo3Config`'s default `layer_types`) rotate unscaled, HF's
 /// `rotary_embs["sliding_attention"]` built with `rope_type="default"`.
+/// Families whose attention never rotates: their configs carry a head size (GPT-2's `n_embd`
+/// and `n_head`, BLOOM's `hidden_size`) and nothing else about positions, so without their
+/// `model_type` they would build a θ 10000 rope. Each is a `NoRope` naming the key that
+/// decides; the families' rotary members still build.
+#[test]
+fn models_without_rotary_embeddings_are_no_rope() {
+    let no_rope = [
+        // Keys as in the published files (openai-community/gpt2, bigscience/bloom-560m, …).
+        (
+            r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "gpt_neo", "hidden_size": 2048, "num_heads": 16}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "bloom", "hidden_size": 1024, "n_head": 16}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "attn_config": {"alibi": true}}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "t5", "d_model": 512, "num_heads": 8, "d_kv": 64}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "whisper", "d_model": 384, "encoder_attention_heads": 6}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "mamba", "hidden_size": 768}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "jamba", "hidden_size": 4096, "num_attention_heads": 32}"#,
+            "model_type",
+        ),
+        (
+            r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}"#,
+            "model_type",
+        ),
+        // BERT's published files say it outright.
+        (
+            r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "position_embedding_type": "absolute"}"#,
+            "position_embedding_type",
+        ),
+        // baichuan-inc/Baichuan2-13B-Chat: ALiBi (its 7B sibling, 32 layers, rotates).
+        (
+            r#"{"model_type": "baichuan", "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 40}"#,
+            "num_hidden_layers",
+        ),
+        // Falcon-RW: ALiBi instead of the rotary embedding.
+        (
+            r#"{"model_type": "falcon", "alibi": true, "hidden_size": 2048, "num_attention_heads": 32}"#,
+            "alibi",
+        ),
+    ];
+    for (json, key) in no_rope {
+        let e = ropes_from_hf_config(json).expect_err(json);
+        assert_eq!(
+            (e.key.as_str(), e.kind),
+            (key, ConfigErrorKind::NoRope),
+            "{json}: {e}"
+        );
+    }
+    let e = ropes_from_hf_config(r#"{"model_type": "falcon", "alibi": 1, "head_dim": 64}"#);
+    assert_eq!(e.unwrap_err().kind, ConfigErrorKind::WrongType);
+    // Rotary members: Falcon-7B (`alibi: false`), ESM-2 and Jina v3's XLM-RoBERTa
+    // (`"rotary"`, θ from `rotary_emb_base`), all HF's rotate_half over the whole head.
+    let rotary = [
+        (
+            r#"{"model_type": "baichuan", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32}"#,
+            10_000.0,
+        ),
+        (
+            r#"{"model_type": "falcon", "alibi": false, "hidden_size": 4544, "num_attention_heads": 71}"#,
+            10_000.0,
+        ),
+        (
+            r#"{"model_type": "esm", "hidden_size": 320, "num_attention_heads": 20, "position_embedding_type": "rotary"}"#,
+            10_000.0,
+        ),
+        (
+            r#"{"model_type": "xlm-roberta", "hidden_size": 1024, "num_attention_heads": 16, "position_embedding_type": "rotary", "rotary_emb_base": 20000.0}"#,
+            20_000.0,
+        ),
+    ];
+    for (json, theta) in rotary {
+        let ropes = ropes_from_hf_config(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        let rope = ropes.single().unwrap();
+        let d = rope.head_dim();
+        assert_eq!(
+            (rope.rotary_dim(), rope.layout()),
+            (d, posenc::Layout::RotateHalf)
+        );
+        let want = hf_inv_freq(theta, d, d / 2, 0);
+        let got: Vec<f64> = rope.inv_freq().iter().map(|&w| f64::from(w)).collect();
+        assert_eq!(got.len(), want.len(), "{json}");
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-6 * w, "{json}: ω{j} {g} vs {w}");
+        }
+    }
+}
+
+/// The single rope of `json`: dims, layout, unit attention factor, and each frequency within
+/// one f32 rounding of `want` (HF's formula in f64).
+fn assert_family(
+    json: &str,
+    head_dim: usize,
+    rotary_dim: usize,
+    layout: posenc::Layout,
+    want: &[f64],
+) {
+    let ropes = ropes_from_hf_config(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+    let rope = ropes.single().unwrap();
+    assert_eq!(
+        (
+            rope.head_dim(),
+            rope.rotary_dim(),
+            rope.layout(),
+            rope.attention_factor()
+        ),
+        (head_dim, rotary_dim, layout, 1.0),
+        "{json}"
+    );
+    let got = rope.inv_freq();
+    assert_eq!(got.len(), want.len(), "{json}");
+    for (j, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(g) - w).abs() <= w * f64::from(f32::EPSILON),
+            "{json}: ω{j} {g} vs {w}"
+        );
+    }
+}
+
+/// Families whose modeling code departs from Llama's in a way their `config.json` does not
+/// spell out, each against its code (HF transformers, or the remote code the Hub runs):
+/// ERNIE 4.5 and CodeGen pair adjacent channels; ChatGLM rotates the first half of a
+/// `kv_channels` head at θ = 10000·`rope_ratio`; DBRX keeps θ in `attn_config` and its width in
+/// `d_model` / `n_heads`; Hunyuan's "dynamic" with `alpha` raises the base to
+/// θ·alpha^(d/(d−2)) once.
+#[test]
+fn families_with_their_own_rope_code_rotate_as_it_does() {
+    use posenc::Layout::{Interleaved, RotateHalf};
+    // baidu/ERNIE-4.5-0.3B-PT and ERNIE-4.5-21B-A3B-PT (`ernie4_5_moe`).
+    for model in ["ernie4_5", "ernie4_5_moe"] {
+        let json = format!(
+            r#"{{"model_type": "{model}", "hidden_size": 1024, "num_attention_heads": 16,
+            "num_key_value_heads": 2, "head_dim": 128, "rope_theta": 500000.0}}"#
+        );
+        assert_family(&json, 128, 128, Interleaved, &hf_inv_freq(5e5, 128, 64, 0));
+    }
+    let e = ropes_from_hf_config(r#"{"model_type": "ernie4_5_vl_moe", "head_dim": 128}"#);
+    assert_eq!(e.unwrap_err().kind, ConfigErrorKind::UnknownValue);
+    // Salesforce/codegen-350M-mono: 64-wide heads, the first 32 channels in adjacent pairs;
+    // without `rotary_dim` the config class's 64.
+    let codegen = r#"{"model_type": "codegen", "n_embd": 1024, "n_head": 16, "rotary_dim": 32}"#;
+    assert_family(codegen, 64, 32, Interleaved, &hf_inv_freq(1e4, 32, 16, 0));
+    let codegen2b = r#"{"model_type": "codegen", "n_embd": 2560, "n_head": 32}"#;
+    assert_family(codegen2b, 80, 64, Interleaved, &hf_inv_freq(1e4, 64, 32, 0));
+    // GPT-J's and CodeGen's code fix θ at 10000 whatever the config says.
+    let gptj = r#"{"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rope_theta": 500000}"#;
+    assert_family(gptj, 256, 64, Interleaved, &hf_inv_freq(1e4, 64, 32, 0));
+    // THUDM/glm-4-9b-chat (`rope_ratio` 500) and chatglm3-6b (none): the exponent's
+    // denominator is the rotated width, 64.
+    let glm4 = r#"{"model_type": "chatglm", "hidden_size": 4096, "kv_channels": 128,
+        "num_attention_heads": 32, "multi_query_group_num": 2, "rope_ratio": 500}"#;
+    assert_family(glm4, 128, 64, Interleaved, &hf_inv_freq(5e6, 64, 32, 0));
+    let chatglm3 = r#"{"model_type": "chatglm", "hidden_size": 4096, "kv_channels": 128,
+        "num_attention_heads": 32}"#;
+    assert_family(chatglm3, 128, 64, Interleaved, &hf_inv_freq(1e4, 64, 32, 0));
+    // databricks/dbrx-instruct, and its attention config's default θ.
+    let dbrx = r#"{"model_type": "dbrx", "d_model": 6144, "n_heads": 48,
+        "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000}}"#;
+    assert_family(dbrx, 128, 128, RotateHalf, &hf_inv_freq(5e5, 128, 64, 0));
+    let dbrx_default = r#"{"model_type": "dbrx", "d_model": 6144, "n_heads": 48}"#;
+    assert_family(
+        dbrx_default,
+        128,
+        128,
+        RotateHalf,
+        &hf_inv_freq(1e4, 128, 64, 0),
+    );
+    let e = ropes_from_hf_config(r#"{"model_type": "dbrx", "d_model": 6144, "n_heads": 0}"#);
+    assert_eq!(e.unwrap_err().kind, ConfigErrorKind::OutOfRange);
+    // tencent/Hunyuan-A13B-Instruct's dict, YaRN's keys and all.
+    let hunyuan = |model: &str, extra: &str| {
+        format!(
+            r#"{{"model_type": "{model}", "head_dim": 128, "rope_theta": 10000.0,
+            "max_position_embeddings": 32768, "rope_scaling": {{"alpha": 1000.0,
+            "beta_fast": 32, "beta_slow": 1, "factor": 1.0, "mscale": 1.0,
+            "mscale_all_dim": 1.0, "type": "dynamic"{extra}}}}}"#
+        )
+    };
+    let base = 1e4 * 1000f64.powf(128.0 / 126.0);
+    let base = f64::from(base as f32); // HF hands the base to torch as an f32 scalar
+    for model in ["hunyuan_v1_dense", "hunyuan_v1_moe"] {
+        assert_family(
+            &hunyuan(model, ""),
+            128,
+            128,
+            RotateHalf,
+            &hf_inv_freq(base, 128, 64, 0),
+        );
+        let e = ropes_from_hf_config(&hunyuan(model, r#", "foo": 1"#)).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.kind),
+            ("rope_scaling.foo", ConfigErrorKind::UnknownKey)
+        );
+    }
+    // Another family's dynamic scaling has no `alpha`.
+    let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
+    assert_eq!(e.kind, ConfigErrorKind::UnknownKey);
+}
+
+/// A key the file leaves out takes its config class's default (HF transformers'
+/// `configuration_*.py`), not Llama's: θ, the rotated fraction, the head width, the pairing,
+/// and for gpt-oss and Apertus a whole scaling.
+#[test]
+fn absent_keys_take_their_config_classs_defaults() {
+    use posenc::Layout::{Interleaved, RotateHalf};
+    // (model_type, extra keys, head_dim, rotary_dim, layout, θ)
+    let cases: &[(&str, &str, usize, usize, posenc::Layout, f64)] = &[
+        ("mixtral", r#""head_dim": 128"#, 128, 128, RotateHalf, 1e6),
+        (
+            "ernie4_5",
+            r#""hidden_size": 1024, "num_attention_heads": 16"#,
+            128,
+            128,
+            Interleaved,
+            5e5,
+        ),
+        (
+            "minimax_m2",
+            r#""hidden_size": 3072, "num_attention_heads": 48"#,
+            128,
+            128,
+            RotateHalf,
+            5e6,
+        ),
+        (
+            "helium",
+            r#""hidden_size": 2560, "num_attention_heads": 20"#,
+            128,
+            128,
+            Interleaved,
+            1e5,
+        ),
+        (
+            "persimmon",
+            r#""hidden_size": 4096, "num_attention_heads": 64"#,
+            64,
+            32,
+            RotateHalf,
+            25e3,
+        ),
+        (
+            "stablelm",
+            r#""hidden_size": 2560, "num_attention_heads": 32"#,
+            80,
+            20,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "phi",
+            r#""hidden_size": 2560, "num_attention_heads": 32"#,
+            80,
+            40,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "nemotron",
+            r#""hidden_size": 6144, "num_attention_heads": 48"#,
+            128,
+            64,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "glm",
+            r#""hidden_size": 4096, "num_attention_heads": 32"#,
+            128,
+            64,
+            Interleaved,
+            1e4,
+        ),
+        ("glm4_moe", r#""head_dim": 128"#, 128, 64, RotateHalf, 1e4),
+        (
+            "qwen3_next",
+            r#""hidden_size": 2048, "num_attention_heads": 16"#,
+            256,
+            64,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "qwen3",
+            r#""hidden_size": 1024, "num_attention_heads": 16"#,
+            128,
+            128,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "seed_oss",
+            r#""hidden_size": 5120, "num_attention_heads": 80"#,
+            128,
+            128,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "vaultgemma",
+            r#""hidden_size": 1152, "num_attention_heads": 4"#,
+            256,
+            256,
+            RotateHalf,
+            1e4,
+        ),
+        (
+            "jetmoe",
+            r#""hidden_size": 2048, "num_key_value_heads": 16, "kv_channels": 128"#,
+            128,
+            128,
+            RotateHalf,
+            1e4,
+        ),
+        // Bamba overwrites the file's factor with 0.5.
+        (
+            "bamba",
+            r#""head_dim": 128, "partial_rotary_factor": 1.0"#,
+            128,
+            64,
+            RotateHalf,
+            1e4,
+        ),
+        // MLA: the rope's own channels, adjacent pairs.
+        (
+            "glm4_moe_lite",
+            r#""head_dim": 256, "qk_rope_head_dim": 64"#,
+            64,
+            64,
+            Interleaved,
+            1e4,
+        ),
+    ];
+    for &(model, extra, head, rotary, layout, theta) in cases {
+        let json = format!(r#"{{"model_type": "{model}", {extra}}}"#);
+        assert_family(
+            &json,
+            head,
+            rotary,
+            layout,
+            &hf_inv_freq(theta, rotary, rotary / 2, 0),
+        );
+    }
+    // gpt-oss without rope settings: `GptOssConfig`'s YaRN, i.e. the published file's rope.
+    let bare = r#"{"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64}"#;
+    let rope = ropes_from_hf_config(bare).unwrap();
+    assert_preset(
+        "gpt_oss defaults",
+        rope.single().unwrap(),
+        &presets::GPT_OSS_20B,
+    );
+    // A `null` written out is HF's "no scaling".
+    let unscaled = r#"{"model_type": "gpt_oss", "head_dim": 64, "rope_scaling": null}"#;
+    assert_family(unscaled, 64, 64, RotateHalf, &hf_inv_freq(1.5e5, 64, 32, 0));
+    // Apertus: Llama 3's scaling ×8 over 8192 positions, θ 1.2e7.
+    let apertus = r#"{"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32}"#;
+    let got = *ropes_from_hf_config(apertus).unwrap().single().unwrap();
+    let want = Rope::new(&posenc::RopeConfig::new(128, 1.2e7, RotateHalf).scaling(
+        posenc::Scaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_positions: 8192,
+        },
+    ))
+    .unwrap();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn olmo3_sliding_layers_rotate_unscaled() {
     let yarn = r#""rope_scaling": {"rope_type": "yarn", "factor": 8.0,

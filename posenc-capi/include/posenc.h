@@ -117,9 +117,10 @@
 
 /**
  * A model's files describe a model without rotary position embeddings (a GGUF architecture
- * llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
- * `position_embedding_type` is not `"rope"`), or a layer the model runs without them (a NoPE
- * layer, asked for by index): not an error in the file, but no rope to build.
+ * llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` of a family that
+ * never rotates or whose `position_embedding_type` is not `"rope"`), or a layer the model runs
+ * without them (a NoPE layer, asked for by index): not an error in the file, but no rope to
+ * build.
  */
 #define POSENC_ERR_NO_ROPE -14
 
@@ -1353,8 +1354,9 @@ int posenc_gguf_layer_rotates(const uint8_t *bytes, size_t n_bytes, uint32_t lay
  * load time, or points to the run-time choices HF makes (LongRoPE's long factors, the
  * dynamic-NTK sequence length).
  *
- * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`,
- * or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
+ * Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for a model without rotary embeddings (a family
+ * that never rotates, such as GPT-2 or BLOOM, or a `position_embedding_type` other than
+ * `"rope"`), or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
  * every fourth, the global layers of Cohere 2, EXAONE 4 and AFMoE; its queries and keys stay
  * unrotated); `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
  * missing, of the wrong type, unknown, contradictory or out of range (the detail names the

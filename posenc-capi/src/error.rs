@@ -50,9 +50,10 @@ pub const POSENC_ERR_UNSUPPORTED_SCALING: c_int = -12;
 /// or describe a rope posenc cannot build; `posenc_last_error_detail` names the key.
 pub const POSENC_ERR_MODEL_FILE: c_int = -13;
 /// A model's files describe a model without rotary position embeddings (a GGUF architecture
-/// llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` whose
-/// `position_embedding_type` is not `"rope"`), or a layer the model runs without them (a NoPE
-/// layer, asked for by index): not an error in the file, but no rope to build.
+/// llama.cpp runs without RoPE, such as ALiBi's BLOOM, or a `config.json` of a family that
+/// never rotates or whose `position_embedding_type` is not `"rope"`), or a layer the model runs
+/// without them (a NoPE layer, asked for by index): not an error in the file, but no rope to
+/// build.
 pub const POSENC_ERR_NO_ROPE: c_int = -14;
 /// posenc reported an error newer than this C API; `posenc_last_error_detail` describes it.
 pub const POSENC_ERR_UNKNOWN: c_int = -99;

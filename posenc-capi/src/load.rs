@@ -183,11 +183,11 @@ pub unsafe extern "C" fn posenc_gguf_layer_rotates(
     })
 }
 
-/// The `Fail` of a `config.json` error: a config whose `position_embedding_type` names
-/// something other than rotary describes a model without a rope; everything else is a
-/// problem with the file.
+/// The `Fail` of a `config.json` error: a config of a model without rotary embeddings
+/// ([`ConfigErrorKind::NoRope`]) is no rope to build; everything else is a problem with the
+/// file.
 fn config_fail(e: ConfigError) -> Fail {
-    if e.kind == ConfigErrorKind::UnknownValue && e.key.ends_with("position_embedding_type") {
+    if e.kind == ConfigErrorKind::NoRope {
         Fail::NoRope(format!("{e}"))
     } else {
         Fail::ModelFile(format!("{e}"))
@@ -248,8 +248,9 @@ unsafe fn init_from_config(
 /// load time, or points to the run-time choices HF makes (LongRoPE's long factors, the
 /// dynamic-NTK sequence length).
 ///
-/// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` when `position_embedding_type` is not `"rope"`,
-/// or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
+/// Returns `POSENC_OK`; `POSENC_ERR_NO_ROPE` for a model without rotary embeddings (a family
+/// that never rotates, such as GPT-2 or BLOOM, or a `position_embedding_type` other than
+/// `"rope"`), or when `layer` runs without position encoding (a NoPE layer: Llama 4's and SmolLM3's
 /// every fourth, the global layers of Cohere 2, EXAONE 4 and AFMoE; its queries and keys stay
 /// unrotated); `POSENC_ERR_MODEL_FILE` for text that is not UTF-8 or not JSON, or a rope setting that is
 /// missing, of the wrong type, unknown, contradictory or out of range (the detail names the

@@ -398,6 +398,11 @@ fn config_failures_are_typed_and_write_nothing() {
         "position_embedding_type",
     );
     check(
+        br#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12}"#,
+        POSENC_ERR_NO_ROPE,
+        "model_type",
+    );
+    check(
         br#"{"head_dim": 64, "position_embedding_type": 3}"#,
         POSENC_ERR_MODEL_FILE,
         "position_embedding_type",

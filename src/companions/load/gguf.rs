@@ -592,6 +592,15 @@ where
     if kind == RopeKind::None {
         return Err(GgufError::new(ARCH, GgufErrorKind::NoRope));
     }
+    // Baichuan's 13B (40 blocks) attends with ALiBi and no rope: llama.cpp tells it from the
+    // 7B by the block count (`LLM_TYPE_13B` sets `f_max_alibi_bias`, and the graph ropes only
+    // `LLM_TYPE_7B`).
+    if arch == "baichuan" {
+        let meta = Meta { lookup, arch };
+        if meta.u32("block_count")? == Some(40) {
+            return Err(GgufError::new("block_count", GgufErrorKind::NoRope));
+        }
+    }
     Ok((arch, kind))
 }
 

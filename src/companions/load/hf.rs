@@ -36,6 +36,11 @@ pub enum ConfigErrorKind {
     /// Two keys that say different things (`rope_type` vs `type`, `rope_theta` at the top
     /// level and in `rope_parameters`, …).
     Contradiction,
+    /// The model does not rotate: its `model_type` is a family whose attention takes no
+    /// rotary embedding (learned or sinusoidal positions, ALiBi, relative buckets, none), its
+    /// `position_embedding_type` is not `"rope"`, or Falcon's `alibi` is set. Not an error in
+    /// the file, but no rope to build.
+    NoRope,
     /// A number outside its domain (negative, zero where a count belongs, not an integer,
     /// larger than the type holds).
     OutOfRange,
@@ -276,16 +281,32 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `global_attn_every_n_layers`, layer 0 global), MiMo-V2's Hub keys (`swa_rope_theta`,
 ///   `hybrid_layer_pattern`, `swa_head_dim`, as HF's conversion script maps them),
 ///   DeepSeek-V4's (`compress_ratios`, `compress_rope_theta`, `qk_rope_head_dim`: see
-///   below) and
-///   OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate unscaled);
+///   below),
+///   OLMo 3's `rope_scaling` (its full layers' only: the sliding ones rotate unscaled), and the
+///   families whose own rope code reads other keys: ChatGLM's remote code (`kv_channels`
+///   heads, the first half rotated at θ = 10000·`rope_ratio`), DBRX's
+///   (`attn_config.rope_theta`, `d_model / n_heads`), Hunyuan's `"dynamic"` with `alpha` (the
+///   base raised to θ·alpha^(d/(d−2)) at load time, as llama.cpp and vLLM keep it; HF's own
+///   recomputation past `max_position_embeddings` is not followed), and CodeGen's and GPT-J's
+///   (θ fixed at 10000, `rotary_dim` 64 by default);
 /// * **transformers 5**: `rope_parameters` holding the same keys (with `rope_theta` and
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
 ///
 /// A multimodal config's `text_config` is read first, then its top level. Where a key is
-/// absent, the model's config class default applies (θ = 10000; Gemma 3 and 3n: θ = 1e6,
-/// local θ = 1e4, `head_dim` 256; ModernBERT: 160000 and 10000; GPT-NeoX: `rotary_pct` 0.25;
-/// Gemma 4: its per-type `rope_parameters`).
+/// absent, the model's config class default applies, as HF's config classes write them:
+/// θ = 10000 unless the class says otherwise (Gemma 3 and 3n, Mixtral, MiniMax, PhiMoE,
+/// LFM2: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
+/// LongCat-Flash 1e7, Apertus 1.2e7, gpt-oss 150000, Helium 100000, Persimmon 25000; Gemma 3's
+/// local θ 1e4; ModernBERT 160000 and 10000); the partial rotary factor 1 unless the class
+/// says otherwise (GPT-NeoX, StableLM, Qwen3-Next: 0.25; GLM, GLM-4, GLM-4 MoE, Persimmon,
+/// Phi, Nemotron: 0.5; Moonshine 0.9; Bamba 0.5 whatever the file says); `head_dim` the
+/// class's own where it does not derive it from `hidden_size / num_attention_heads` (Gemma,
+/// VaultGemma, Qwen3-Next: 256; MiMo-V2 192; DeepSeek-V4 512; ERNIE 4.5, Seed-OSS, Qwen3,
+/// Helium, GLM, GLM-4, MiniMax-M2: 128; gpt-oss 64; JetMoE `kv_channels`); and the scaling of
+/// a class that has one by default when the file gives neither `rope_scaling` nor
+/// `rope_parameters` (gpt-oss: YaRN ×32 over 4096, no truncation; Apertus: Llama 3's ×8 over
+/// 8192; Gemma 4: its per-type `rope_parameters`).
 ///
 /// Heads of different widths: Gemma 4's full-attention layers have heads `global_head_dim`
 /// wide (default 512), and their proportional rope spans that width, so
@@ -303,9 +324,10 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// pairs. Its compressor's keys (rotated at their block's first position) and the output's
 /// inverse rotation (`apply_inverse` at the query's position) use the same ropes.
 ///
-/// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), GLM
-/// (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), Llama 4 (`llama4`,
-/// `llama4_text`) and DeepSeek-V2/V3 (`rope_interleave`, default true);
+/// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), CodeGen
+/// (`codegen`), GLM (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), ERNIE 4.5
+/// (`ernie4_5`, `ernie4_5_moe`), Llama 4 (`llama4`, `llama4_text`) and DeepSeek-V2/V3
+/// (`rope_interleave`, default true);
 /// [`Layout::RotateHalf`] (HF's `rotate_half`) for every other model. DeepSeek's rope covers
 /// `qk_rope_head_dim` channels, so its `Rope` has `head_dim = qk_rope_head_dim` (as
 /// [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
@@ -320,9 +342,15 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///
 /// Layers without position encoding (Llama 4's and SmolLM3's NoPE layers, the global layers
 /// of Cohere 2, EXAONE 4 and AFMoE) are read from `no_rope_layers` / `layer_types` and their
-/// defaults: see [`HfRopes::rotates`]. A config without rotary positions is an
-/// [`ConfigErrorKind::UnknownValue`] on `position_embedding_type`: a value other than
-/// `"rope"`, or none for GraniteMoeHybrid, whose default is none.
+/// defaults: see [`HfRopes::rotates`]. A model without rotary positions is a
+/// [`ConfigErrorKind::NoRope`]: on `model_type` for families whose attention never rotates
+/// (GPT-2, BLOOM, MPT, BERT, T5, Whisper, Mamba, Jamba, …) unless `position_embedding_type`
+/// says `"rope"` or `"rotary"` (ESM's word; XLM-RoBERTa with rotary embeddings); on
+/// `position_embedding_type` for any other value (or none, for GraniteMoeHybrid, whose default
+/// is none); on Falcon's `alibi` when it is set; on `num_hidden_layers` for Baichuan's
+/// 40-layer (13B) models, which use ALiBi. ERNIE 4.5 VL (`ernie4_5_vl*`) is an
+/// [`ConfigErrorKind::UnknownValue`] on `model_type`: its 3-D rope follows neither M-RoPE
+/// order.
 ///
 /// ```
 /// use posenc::load::{ropes_from_hf_config_with, HfOptions};
@@ -451,6 +479,71 @@ impl<'a> Dict<'a> {
     }
 }
 
+/// The config class's `rope_theta` where the file gives none (HF transformers'
+/// `configuration_*.py`: an `__init__` default or a `default_theta`); 10000 for the rest.
+fn class_default_theta(model_type: &str) -> f32 {
+    match model_type {
+        "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text" | "mixtral" | "minimax"
+        | "phimoe" | "lfm2" => 1e6,
+        "ernie4_5" | "ernie4_5_moe" | "cohere" | "olmo3" | "flex_olmo" | "bitnet" => 5e5,
+        "smollm3" => 2e6,
+        "minimax_m2" => 5e6,
+        "longcat_flash" => 1e7,
+        "apertus" => 1.2e7,
+        "gpt_oss" => 150_000.0,
+        "helium" => 100_000.0,
+        "persimmon" => 25_000.0,
+        _ => 10_000.0,
+    }
+}
+
+/// The config class's `partial_rotary_factor` where the file gives none; 1 for the rest.
+fn class_default_partial_rotary(model_type: &str) -> f64 {
+    match model_type {
+        "gpt_neox" | "stablelm" | "qwen3_next" => 0.25,
+        "glm" | "glm4" | "glm4_moe" | "persimmon" | "phi" | "nemotron" => 0.5,
+        "moonshine" => 0.9,
+        _ => 1.0,
+    }
+}
+
+/// The config class's `head_dim` where the file gives none and the class does not derive it
+/// from `hidden_size / num_attention_heads`.
+fn class_default_head_dim(model_type: &str) -> Option<usize> {
+    Some(match model_type {
+        t if t.starts_with("gemma") => 256, // Gemma 1 to 4, 3n
+        "vaultgemma" | "qwen3_next" => 256,
+        "mimo_v2" | "mimo_v2_flash" => 192,
+        "deepseek_v4" => 512,
+        "ernie4_5" | "seed_oss" | "qwen3" | "helium" | "glm" | "glm4" | "minimax_m2" => 128,
+        "gpt_oss" => 64,
+        _ => return None,
+    })
+}
+
+/// What a model family's attention uses in place of rotary embeddings, by HF `model_type`:
+/// families whose modeling code never rotates, so that their `config.json` (which has a head
+/// size, and often nothing that says so) does not build a rope that would rotate a model never
+/// trained with it. Families that rotate in some checkpoints and not in others are read from
+/// the key that decides (`position_embedding_type`, Falcon's `alibi`), not listed here.
+fn positions_without_rope(model_type: &str) -> Option<&'static str> {
+    Some(match model_type {
+        "gpt2" | "gpt_bigcode" | "gpt_neo" | "openai-gpt" | "opt" | "biogpt" | "bert"
+        | "roberta" | "xlm-roberta" | "xlm-roberta-xl" | "distilbert" | "albert" | "camembert"
+        | "electra" | "mobilebert" | "megatron-bert" | "bart" | "mbart" | "blenderbot" => {
+            "learned positions"
+        }
+        "ctrl" | "xglm" | "marian" | "pegasus" | "m2m_100" => "sinusoidal positions",
+        "whisper" => "sinusoidal and learned positions",
+        "bloom" | "mpt" | "jais" => "ALiBi",
+        "t5" | "mt5" | "umt5" | "longt5" | "switch_transformers" => "relative position buckets",
+        "deberta" | "deberta-v2" => "disentangled relative positions",
+        "mamba" | "mamba2" | "falcon_mamba" | "rwkv" => "no attention",
+        "jamba" | "nemotron_h" | "kimi_linear" => "no position encoding in its attention layers",
+        _ => return None,
+    })
+}
+
 impl<'a> Cfg<'a> {
     /// A non-null value: `text_config` first, then the top level; with its dotted path.
     fn get(&self, key: &str) -> Option<(String, &'a Value)> {
@@ -492,13 +585,14 @@ impl<'a> Cfg<'a> {
             "modernbert" | "modernbert-decoder" => None,
             _ => self.get("position_embedding_type"),
         };
-        match position_embedding {
+        // `"rotary"`: ESM's spelling, and XLM-RoBERTa's with rotary embeddings (Jina v3).
+        let said_rope = match position_embedding {
             Some((k, v)) => match v.as_str() {
-                Some("rope") => {}
+                Some("rope" | "rotary") => true,
                 Some(other) => {
                     return Err(ConfigError::new(
                         k,
-                        ConfigErrorKind::UnknownValue,
+                        ConfigErrorKind::NoRope,
                         format!("the model's position embedding is `{other}`, not rotary"),
                     ));
                 }
@@ -509,11 +603,55 @@ impl<'a> Cfg<'a> {
             None if model_type == "granitemoehybrid" => {
                 return Err(ConfigError::new(
                     "position_embedding_type",
-                    ConfigErrorKind::UnknownValue,
+                    ConfigErrorKind::NoRope,
                     "absent, and GraniteMoeHybrid's default is no position embedding, not rotary",
                 ));
             }
-            None => {}
+            None => false,
+        };
+        if !said_rope && let Some(instead) = positions_without_rope(model_type) {
+            return Err(ConfigError::new(
+                "model_type",
+                ConfigErrorKind::NoRope,
+                format!("`{model_type}` attends with {instead}, not rotary embeddings"),
+            ));
+        }
+        // Falcon: `alibi` (Falcon-RW) replaces the rotary embedding (HF `FalconAttention`
+        // builds its rotary embedding only `if not self.config.alibi`).
+        if model_type == "falcon"
+            && let Some((k, v)) = self.get("alibi")
+        {
+            match v.as_bool() {
+                Some(false) => {}
+                Some(true) => {
+                    return Err(ConfigError::new(
+                        k,
+                        ConfigErrorKind::NoRope,
+                        "Falcon with ALiBi attends without rotary embeddings",
+                    ));
+                }
+                None => return Err(wrong(&k, "a boolean")),
+            }
+        }
+        // Baichuan's 13B models (40 layers) attend with ALiBi, its 7B ones with a rope; the
+        // two share `model_type` and differ in their remote code (llama.cpp tells them apart
+        // by the same layer count).
+        if model_type == "baichuan" && self.usize("num_hidden_layers")? == Some(40) {
+            return Err(ConfigError::new(
+                "num_hidden_layers",
+                ConfigErrorKind::NoRope,
+                "Baichuan's 40-layer (13B) models attend with ALiBi, not rotary embeddings",
+            ));
+        }
+        // ERNIE 4.5 VL's 3-D rope gives the first 44 frequencies alternately to the height and
+        // width positions and the rest to time: neither of M-RoPE's two orders.
+        if model_type.starts_with("ernie4_5_vl") {
+            return Err(ConfigError::new(
+                "model_type",
+                ConfigErrorKind::UnknownValue,
+                "ERNIE 4.5 VL's 3-D rope (height and width alternating over the first \
+                 frequencies, time after) is not one posenc builds",
+            ));
         }
         // Gemma 3 and 3n: a local rope (θ = `rope_local_base_freq`, unscaled) on their
         // sliding layers. Gemma 4: its own defaults and head size on full layers (below).
@@ -542,7 +680,12 @@ impl<'a> Cfg<'a> {
         }
 
         // Geometry: head dim, and who rotates which pairs.
-        let deepseek = matches!(model_type, "deepseek_v2" | "deepseek_v3" | "kimi_k2");
+        // MLA models: the rope covers the `qk_rope_head_dim` channels of each head, in adjacent
+        // pairs unless `rope_interleave` is false.
+        let deepseek = matches!(
+            model_type,
+            "deepseek_v2" | "deepseek_v3" | "kimi_k2" | "glm4_moe_lite" | "longcat_flash"
+        );
         let head_dim = if deepseek {
             self.usize("qk_rope_head_dim")?.ok_or_else(|| {
                 ConfigError::new(
@@ -557,8 +700,12 @@ impl<'a> Cfg<'a> {
         let layout = match model_type {
             // Llama 4 rotates adjacent pairs as complex numbers (`view_as_complex`); its HF
             // checkpoint is not permuted to rotate_half as Llama 1–3's are.
-            "gptj" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" | "llama4"
-            | "llama4_text" | "deepseek_v4" => Layout::Interleaved,
+            // ERNIE 4.5 and CodeGen pair `x[..., 0::2]` with `x[..., 1::2]` (GLM's
+            // `rotate_half`, GPT-J's `rotate_every_two`); their GGUFs are not permuted either
+            // (llama.cpp: NORM for ERNIE 4.5).
+            "gptj" | "codegen" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" | "llama4"
+            | "llama4_text" | "deepseek_v4" | "ernie4_5" | "ernie4_5_moe" | "helium"
+            | "moonshine" => Layout::Interleaved,
             _ if deepseek => match self.get("rope_interleave") {
                 None => Layout::Interleaved,
                 Some((k, v)) => match v.as_bool() {
@@ -882,6 +1029,24 @@ impl<'a> Cfg<'a> {
                     "sliding_attention": {"rope_type": "default", "rope_theta": swa_theta,
                                           "partial_rotary_factor": prf},
                 })
+            }
+            // Config classes whose default scaling applies to a file that names none:
+            // `GptOssConfig`'s YaRN ×32 over 4096 positions, `ApertusConfig`'s Llama 3 ×8 over
+            // 8192. (A `null` written out is HF's "no scaling" and stays so.)
+            "gpt_oss" | "apertus"
+                if ["rope_parameters", "rope_scaling"]
+                    .iter()
+                    .all(|k| self.get(k).is_none() && !self.null(k)) =>
+            {
+                if model_type == "gpt_oss" {
+                    serde_json::json!({"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                        "beta_slow": 1.0, "truncate": false,
+                        "original_max_position_embeddings": 4096})
+                } else {
+                    serde_json::json!({"rope_type": "llama3", "factor": 8.0,
+                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192})
+                }
             }
             _ => return Ok(None),
         };
@@ -1218,14 +1383,37 @@ impl<'a> Cfg<'a> {
         if let Some(h) = self.usize("head_dim")? {
             return Ok(h);
         }
-        if model_type.starts_with("gemma") {
-            return Ok(256); // the config classes' default (Gemma 1 to 4, 3n)
+        if let Some(h) = class_default_head_dim(model_type) {
+            return Ok(h);
         }
-        if matches!(model_type, "mimo_v2" | "mimo_v2_flash") {
-            return Ok(192);
+        // JetMoE's heads are `kv_channels` wide (its class default 128).
+        if model_type == "jetmoe" {
+            return Ok(self.usize("kv_channels")?.unwrap_or(128));
         }
-        if model_type == "deepseek_v4" {
-            return Ok(512);
+        // ChatGLM's remote code: `kv_channels` when given, else hidden_size / heads.
+        if model_type == "chatglm"
+            && let Some(h) = self.usize("kv_channels")?
+        {
+            return Ok(h);
+        }
+        // DBRX: `d_model / n_heads`.
+        if model_type == "dbrx" {
+            let d = self.usize("d_model")?.ok_or_else(|| {
+                ConfigError::new("d_model", ConfigErrorKind::Missing, "DBRX's width")
+            })?;
+            return match self.usize("n_heads")? {
+                Some(n) if n > 0 => Ok(d / n),
+                Some(_) => Err(ConfigError::new(
+                    "n_heads",
+                    ConfigErrorKind::OutOfRange,
+                    "must be non-zero",
+                )),
+                None => Err(ConfigError::new(
+                    "n_heads",
+                    ConfigErrorKind::Missing,
+                    "needed for d_model / n_heads",
+                )),
+            };
         }
         let hidden = match self.usize("hidden_size")? {
             Some(h) => Some(h),
@@ -1252,6 +1440,18 @@ impl<'a> Cfg<'a> {
                 ConfigErrorKind::Missing,
                 "needed for hidden_size / num_attention_heads",
             )),
+        }
+    }
+
+    /// DBRX's base: `attn_config.rope_theta` (its attention config's default 10000).
+    fn dbrx_theta(&self) -> Result<f32, ConfigError> {
+        let Some((k, v)) = self.get("attn_config") else {
+            return Ok(10_000.0);
+        };
+        let attn = v.as_object().ok_or_else(|| wrong(&k, "an object"))?;
+        match attn.get("rope_theta").filter(|v| !v.is_null()) {
+            Some(t) => num_f32(&format!("{k}.rope_theta"), t),
+            None => Ok(10_000.0),
         }
     }
 
@@ -1330,9 +1530,24 @@ impl<'a> Cfg<'a> {
             "mrope_section",
             "mrope_interleaved",
         ];
+        // Hunyuan's "dynamic" with `alpha` is NTK-alpha at load time: its rotary class raises
+        // the base to `θ·alpha^(d/(d−2))` and reads no other key of the dict (its published
+        // dicts also carry YaRN's `beta_fast`, `mscale`, …, which it ignores).
+        let ntk_alpha = rope_type == "dynamic"
+            && matches!(model_type, "hunyuan_v1_dense" | "hunyuan_v1_moe")
+            && dict.get("alpha").is_some();
         let allowed: &[&str] = match rope_type {
             "default" => &[],
             "linear" => &["factor"],
+            "dynamic" if ntk_alpha => &[
+                "alpha",
+                "factor",
+                "original_max_position_embeddings",
+                "beta_fast",
+                "beta_slow",
+                "mscale",
+                "mscale_all_dim",
+            ],
             "dynamic" => &["factor", "original_max_position_embeddings"],
             "yarn" => &[
                 "factor",
@@ -1381,21 +1596,43 @@ impl<'a> Cfg<'a> {
         // Base and rotary dim.
         let base = match theta_override {
             Some(t) => t,
+            // ChatGLM's remote code: `10000 * rope_ratio`; it reads no `rope_theta`.
+            None if model_type == "chatglm" => 10_000.0 * self.f32("rope_ratio")?.unwrap_or(1.0),
+            // CodeGen's and GPT-J's code fix the base at 10000.
+            None if matches!(model_type, "codegen" | "gptj") => 10_000.0,
+            None if model_type == "dbrx" => self.dbrx_theta()?,
             None => match self.either(dict, "rope_theta", &["rope_theta", "rotary_emb_base"])? {
                 Some((k, v)) => num_f32(&k, v)?,
-                None if matches!(
-                    model_type,
-                    "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text"
-                ) =>
-                {
-                    1e6
-                }
-                None => 10_000.0,
+                None => class_default_theta(model_type),
             },
+        };
+        let base = if ntk_alpha {
+            let key = dict.key("alpha");
+            let alpha = f64::from(num_f32(&key, dict.get("alpha").unwrap_or(&Value::Null))?);
+            if head_dim <= 2 {
+                return Err(ConfigError::new(
+                    key,
+                    ConfigErrorKind::OutOfRange,
+                    "NTK-alpha needs a head of more than 2 channels",
+                ));
+            }
+            // HF: `rope_theta * alpha ** (dim / (dim - 2))` in Python floats, then f32.
+            let d = head_dim as f64;
+            (f64::from(base) * libm::pow(alpha, d / (d - 2.0))) as f32
+        } else {
+            base
         };
         let prf_top: &[&str] = &["partial_rotary_factor", "rotary_pct"];
         let rotary_dim = if let Some(rd) = self.usize("rotary_dim")? {
             rd
+        } else if matches!(model_type, "codegen" | "gptj") {
+            64 // their config classes' default `rotary_dim`
+        } else if model_type == "chatglm" {
+            // `RotaryEmbedding(rotary_dim // 2)`: the first half of each head.
+            head_dim / 2
+        } else if model_type == "bamba" {
+            // `BambaConfig` overwrites the factor with 0.5 ("hardcode for BC").
+            head_dim / 2
         } else {
             let prf = match self.either(dict, "partial_rotary_factor", prf_top)? {
                 Some((k, v)) => {
@@ -1409,8 +1646,7 @@ impl<'a> Cfg<'a> {
                     }
                     f
                 }
-                None if model_type == "gpt_neox" => 0.25,
-                None => 1.0,
+                None => class_default_partial_rotary(model_type),
             };
             // HF: int(head_dim * partial_rotary_factor).
             (head_dim as f64 * prf) as usize
@@ -1515,6 +1751,7 @@ impl<'a> Cfg<'a> {
 
         let scaling = match rope_type {
             "default" => Scaling::None,
+            "dynamic" if ntk_alpha => Scaling::None, // in the base (above)
             "linear" => Scaling::Linear {
                 factor: factor_req()?,
             },
