@@ -334,15 +334,37 @@ fn bad_metadata_is_a_typed_error() {
     );
     assert_eq!(e(&meta("nonesuch", &ok)), ("general.architecture", Unknown));
     assert_eq!(e(&meta("gptj", &ok)), ("general.architecture", NoRope));
-    // Baichuan's 13B (40 blocks) attends with ALiBi (llama.cpp's `LLM_TYPE_13B`); its 7B
-    // (32 blocks) rotates.
-    let baichuan = |blocks: u32| {
+    // Listed with a rope by `llama_model_rope_type`, built without one: StarCoder and BERT
+    // add learned positions.
+    assert_eq!(e(&meta("starcoder", &ok)), ("general.architecture", NoRope));
+    assert_eq!(e(&meta("bert", &ok)), ("general.architecture", NoRope));
+    assert!(build(&meta("nomic-bert", &ok), None).is_ok());
+    // Baichuan's graph ropes only its 7B (32 blocks); the 13B (40) attends with ALiBi.
+    let with = |arch: &'static str, key: &'static str, v: GgufValue<'static>| {
         let mut keys = ok.to_vec();
-        keys.push(("block_count", GgufValue::U32(blocks)));
-        meta("baichuan", &keys)
+        keys.push((key, v));
+        meta(arch, &keys)
     };
-    assert_eq!(e(&baichuan(40)), ("block_count", NoRope));
-    assert!(build(&baichuan(32), None).is_ok());
+    assert_eq!(
+        e(&with("baichuan", "block_count", GgufValue::U32(40))),
+        ("block_count", NoRope)
+    );
+    assert_eq!(e(&meta("baichuan", &ok)), ("block_count", Missing));
+    assert!(build(&with("baichuan", "block_count", GgufValue::U32(32)), None).is_ok());
+    // Granite's `rope.scaling.finetuned` switches its rope, on by default.
+    for arch in ["granite", "granitemoe", "granitehybrid"] {
+        let switch = |v| with(arch, "rope.scaling.finetuned", v);
+        assert_eq!(
+            e(&switch(GgufValue::Bool(false))),
+            ("rope.scaling.finetuned", NoRope)
+        );
+        assert_eq!(
+            e(&switch(GgufValue::U32(0))),
+            ("rope.scaling.finetuned", WrongType)
+        );
+        assert!(build(&switch(GgufValue::Bool(true)), None).is_ok());
+        assert!(build(&meta(arch, &ok), None).is_ok());
+    }
     assert_eq!(e(&meta("llama", &[])), ("embedding_length", Missing));
     assert_eq!(
         e(&meta(

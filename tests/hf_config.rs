@@ -795,6 +795,23 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
             ("rope_scaling.foo", ConfigErrorKind::UnknownKey)
         );
     }
+    // nomic-ai/nomic-embed-text-v1.5 (flash-attn's keys), and the same keys set otherwise.
+    let nomic = |extra: &str| {
+        format!(
+            r#"{{"model_type": "nomic_bert", "n_embd": 768, "n_head": 12,
+            "rotary_emb_base": 1000, "rotary_scaling_factor": null{extra}}}"#
+        )
+    };
+    let v15 = nomic(r#", "rotary_emb_fraction": 1.0, "rotary_emb_interleaved": false"#);
+    assert_family(&v15, 64, 64, RotateHalf, &hf_inv_freq(1e3, 64, 32, 0));
+    let pairs = nomic(r#", "rotary_emb_fraction": 0.5, "rotary_emb_interleaved": true"#);
+    assert_family(&pairs, 64, 32, Interleaved, &hf_inv_freq(1e3, 32, 16, 0));
+    let e = ropes_from_hf_config(r#"{"head_dim": 64, "rotary_scaling_factor": 2}"#);
+    let e = e.unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        ("rotary_scaling_factor", ConfigErrorKind::UnknownKey)
+    );
     // Another family's dynamic scaling has no `alpha`.
     let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::UnknownKey);

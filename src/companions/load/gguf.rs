@@ -355,7 +355,10 @@ pub enum GgufErrorKind {
     OutOfRange,
     /// The value names something llama.cpp does not know (an architecture, a scaling type).
     Unknown,
-    /// The architecture does not use RoPE (llama.cpp's `LLAMA_ROPE_TYPE_NONE`).
+    /// The model does not use RoPE: its architecture is llama.cpp's `LLAMA_ROPE_TYPE_NONE`, or
+    /// one whose graph applies none (StarCoder and BERT, on `general.architecture`), or a
+    /// model its graph runs without (Baichuan other than 32 blocks, on `block_count`; Granite
+    /// with `rope.scaling.finetuned` false).
     NoRope,
     /// Settings that posenc (or llama.cpp) cannot combine, e.g. M-RoPE with YaRN.
     Unsupported,
@@ -400,7 +403,7 @@ impl fmt::Display for GgufError {
             GgufErrorKind::WrongType => "has the wrong type",
             GgufErrorKind::OutOfRange => "is out of range",
             GgufErrorKind::Unknown => "names something llama.cpp does not know",
-            GgufErrorKind::NoRope => "names an architecture without RoPE",
+            GgufErrorKind::NoRope => "describes a model without RoPE",
             GgufErrorKind::Unsupported => "asks for a combination posenc cannot build",
             GgufErrorKind::KeyTooLong => "is too long once prefixed with the architecture",
         };
@@ -592,14 +595,32 @@ where
     if kind == RopeKind::None {
         return Err(GgufError::new(ARCH, GgufErrorKind::NoRope));
     }
-    // Baichuan's 13B (40 blocks) attends with ALiBi and no rope: llama.cpp tells it from the
-    // 7B by the block count (`LLM_TYPE_13B` sets `f_max_alibi_bias`, and the graph ropes only
-    // `LLM_TYPE_7B`).
-    if arch == "baichuan" {
-        let meta = Meta { lookup, arch };
-        if meta.u32("block_count")? == Some(40) {
-            return Err(GgufError::new("block_count", GgufErrorKind::NoRope));
+    let meta = Meta { lookup, arch };
+    match arch {
+        // `llama_model_rope_type` names a rope for these, but their graphs apply none:
+        // StarCoder (GPT-BigCode) and BERT add learned position embeddings (`pos_embd`); BERT's
+        // graph ropes only NomicBERT and Jina v3.
+        "starcoder" | "bert" => return Err(GgufError::new(ARCH, GgufErrorKind::NoRope)),
+        // The graph ropes only `LLM_TYPE_7B`, which is 32 blocks; the 13B (40, ALiBi) and
+        // unknown sizes run without. `block_count` is required, as llama.cpp requires it.
+        "baichuan" => match meta.u32("block_count")? {
+            Some(32) => {}
+            Some(_) => return Err(GgufError::new("block_count", GgufErrorKind::NoRope)),
+            None => return Err(GgufError::new("block_count", GgufErrorKind::Missing)),
+        },
+        // Granite "uses rope_finetuned as a switch for rope, so default to true": a file that
+        // sets it false (Granite 4.0-H) builds no positions and skips both rope calls.
+        "granite" | "granitemoe" | "granitehybrid" => {
+            const SWITCH: &str = "rope.scaling.finetuned";
+            match meta.get(SWITCH)? {
+                None | Some(GgufValue::Bool(true)) => {}
+                Some(GgufValue::Bool(false)) => {
+                    return Err(GgufError::new(SWITCH, GgufErrorKind::NoRope));
+                }
+                Some(_) => return Err(GgufError::new(SWITCH, GgufErrorKind::WrongType)),
+            }
         }
+        _ => {}
     }
     Ok((arch, kind))
 }

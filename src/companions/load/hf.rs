@@ -275,7 +275,8 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `"mrope"` counts as `"default"`), `partial_rotary_factor`, `head_dim` (else
 ///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
 ///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
-///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_dim`, `n_embd`,
+///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_emb_fraction` and
+///   `rotary_emb_interleaved` (flash-attn's, in NomicBERT's remote code), `rotary_dim`, `n_embd`,
 ///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
 ///   sliding layers' θ, unscaled), ModernBERT's `global_rope_theta` / `local_rope_theta` (by
 ///   `global_attn_every_n_layers`, layer 0 global), MiMo-V2's Hub keys (`swa_rope_theta`,
@@ -714,8 +715,26 @@ impl<'a> Cfg<'a> {
                     None => return Err(wrong(&k, "a boolean")),
                 },
             },
-            _ => Layout::RotateHalf,
+            // flash-attn's rotary keys, as remote-code BERTs write them (NomicBERT, Jina's
+            // XLM-RoBERTa): `rotary_emb_interleaved` pairs adjacent channels.
+            _ => match self.get("rotary_emb_interleaved") {
+                None => Layout::RotateHalf,
+                Some((k, v)) => match v.as_bool() {
+                    Some(true) => Layout::Interleaved,
+                    Some(false) => Layout::RotateHalf,
+                    None => return Err(wrong(&k, "a boolean")),
+                },
+            },
         };
+        // NomicBERT's `rotary_scaling_factor` switches its remote code to a dynamic-NTK rope
+        // of its own, which posenc does not build.
+        if let Some((k, _)) = self.get("rotary_scaling_factor") {
+            return Err(ConfigError::new(
+                k,
+                ConfigErrorKind::UnknownKey,
+                "NomicBERT's dynamic-NTK scaling is not one posenc builds",
+            ));
+        }
 
         // Where the rope settings are, and which layer types they cover.
         let scaling_v4 = self.get("rope_scaling");
@@ -1622,7 +1641,7 @@ impl<'a> Cfg<'a> {
         } else {
             base
         };
-        let prf_top: &[&str] = &["partial_rotary_factor", "rotary_pct"];
+        let prf_top: &[&str] = &["partial_rotary_factor", "rotary_pct", "rotary_emb_fraction"];
         let rotary_dim = if let Some(rd) = self.usize("rotary_dim")? {
             rd
         } else if matches!(model_type, "codegen" | "gptj") {
