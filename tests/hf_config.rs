@@ -812,6 +812,39 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
         (e.key.as_str(), e.kind),
         ("rotary_scaling_factor", ConfigErrorKind::UnknownKey)
     );
+    // THUDM/GLM-4.1V-9B-Thinking: M-RoPE over adjacent pairs (`rotate_half_llm`), half the
+    // head; zai-org/GLM-4.5V (`glm4v_moe`): the same sections over halves, its class's 0.5.
+    let glm4v = |model: &str, text: &str, extra: &str| {
+        format!(
+            r#"{{"model_type": "{model}", "text_config": {{"model_type": "{text}",
+            "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000.0{extra},
+            "rope_scaling": {{"type": "default", "mrope_section": [8, 12, 12]}}}}}}"#
+        )
+    };
+    for (json, layout) in [
+        (
+            glm4v("glm4v", "glm4v_text", r#", "partial_rotary_factor": 0.5"#),
+            Interleaved,
+        ),
+        (glm4v("glm4v_moe", "glm4v_moe_text", ""), RotateHalf),
+    ] {
+        let ropes = ropes_from_hf_config(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        let rope = ropes.single().unwrap();
+        assert_eq!(
+            (rope.head_dim(), rope.rotary_dim(), rope.layout()),
+            (128, 64, layout)
+        );
+        assert_eq!(
+            rope.axes(),
+            posenc::Axes::MRope {
+                sections: [8, 12, 12]
+            }
+        );
+    }
+    // openbmb/MiniCPM3-4B: MLA, the rope over the 32 `qk_rope_head_dim` channels in halves.
+    let minicpm3 = r#"{"model_type": "minicpm3", "hidden_size": 2560, "num_attention_heads": 40,
+        "qk_rope_head_dim": 32, "qk_nope_head_dim": 64}"#;
+    assert_family(minicpm3, 32, 32, RotateHalf, &hf_inv_freq(1e4, 32, 16, 0));
     // Another family's dynamic scaling has no `alpha`.
     let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::UnknownKey);

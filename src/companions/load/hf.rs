@@ -327,8 +327,10 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///
 /// Pairing follows the modeling code: [`Layout::Interleaved`] for GPT-J (`gptj`), CodeGen
 /// (`codegen`), GLM (`glm`, `glm4`, `chatglm`), Cohere (`cohere`, `cohere2`), ERNIE 4.5
-/// (`ernie4_5`, `ernie4_5_moe`), Llama 4 (`llama4`, `llama4_text`) and DeepSeek-V2/V3
-/// (`rope_interleave`, default true);
+/// (`ernie4_5`, `ernie4_5_moe`), Helium, Moonshine, GLM-4.1V's M-RoPE (`glm4v`), Llama 4
+/// (`llama4`, `llama4_text`) and the MLA models DeepSeek-V2/V3, Kimi K2, GLM-4 MoE Lite and
+/// LongCat-Flash (`rope_interleave`, default true; their rope covers `qk_rope_head_dim`
+/// channels, as MiniCPM3's, which pairs halves);
 /// [`Layout::RotateHalf`] (HF's `rotate_half`) for every other model. DeepSeek's rope covers
 /// `qk_rope_head_dim` channels, so its `Rope` has `head_dim = qk_rope_head_dim` (as
 /// [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
@@ -502,7 +504,8 @@ fn class_default_theta(model_type: &str) -> f32 {
 fn class_default_partial_rotary(model_type: &str) -> f64 {
     match model_type {
         "gpt_neox" | "stablelm" | "qwen3_next" => 0.25,
-        "glm" | "glm4" | "glm4_moe" | "persimmon" | "phi" | "nemotron" => 0.5,
+        "glm" | "glm4" | "glm4_moe" | "glm4v_moe" | "glm4v_moe_text" | "persimmon" | "phi"
+        | "nemotron" => 0.5,
         "moonshine" => 0.9,
         _ => 1.0,
     }
@@ -687,12 +690,13 @@ impl<'a> Cfg<'a> {
             model_type,
             "deepseek_v2" | "deepseek_v3" | "kimi_k2" | "glm4_moe_lite" | "longcat_flash"
         );
-        let head_dim = if deepseek {
+        // MiniCPM3 is MLA too, its rope over `qk_rope_head_dim` in halves (`rotate_half`).
+        let head_dim = if deepseek || model_type == "minicpm3" {
             self.usize("qk_rope_head_dim")?.ok_or_else(|| {
                 ConfigError::new(
                     "qk_rope_head_dim",
                     ConfigErrorKind::Missing,
-                    "DeepSeek's rope dim is required",
+                    "an MLA model's rope dim is required",
                 )
             })?
         } else {
@@ -707,6 +711,10 @@ impl<'a> Cfg<'a> {
             "gptj" | "codegen" | "glm" | "glm4" | "chatglm" | "cohere" | "cohere2" | "llama4"
             | "llama4_text" | "deepseek_v4" | "ernie4_5" | "ernie4_5_moe" | "helium"
             | "moonshine" => Layout::Interleaved,
+            // GLM-4.1V's M-RoPE (`rotate_half_llm`, cos `repeat_interleave`d): adjacent pairs,
+            // each pair's axis by its frequency's section as in Qwen2-VL. (GLM-4.5V,
+            // `glm4v_moe`, rotates halves.)
+            "glm4v" | "glm4v_text" => Layout::Interleaved,
             _ if deepseek => match self.get("rope_interleave") {
                 None => Layout::Interleaved,
                 Some((k, v)) => match v.as_bool() {
