@@ -845,6 +845,27 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
     let minicpm3 = r#"{"model_type": "minicpm3", "hidden_size": 2560, "num_attention_heads": 40,
         "qk_rope_head_dim": 32, "qk_nope_head_dim": 64}"#;
     assert_family(minicpm3, 32, 32, RotateHalf, &hf_inv_freq(1e4, 32, 16, 0));
+    // mistralai/Ministral-3-8B-Instruct-2512: `llama_4_scaling_beta` scales queries after the
+    // rotation; the rope is the dict's YaRN without it. (A default dict may carry it too.)
+    let ministral = |beta: &str| {
+        format!(
+            r#"{{"model_type": "mistral3", "text_config": {{"model_type": "ministral3",
+            "head_dim": 128, "rope_parameters": {{"rope_type": "yarn", "factor": 16.0,
+            "original_max_position_embeddings": 16384, "beta_fast": 32.0, "beta_slow": 1.0,
+            "mscale": 1.0, "mscale_all_dim": 1.0, "rope_theta": 1000000.0{beta}}}}}}}"#
+        )
+    };
+    let with_beta = ropes_from_hf_config(&ministral(r#", "llama_4_scaling_beta": 0.1"#));
+    let without = ropes_from_hf_config(&ministral("")).unwrap();
+    assert_eq!(with_beta.unwrap().single(), without.single());
+    let plain = r#"{"head_dim": 64, "rope_parameters": {"rope_theta": 10000.0,
+        "llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 128}}"#;
+    assert_family(plain, 64, 64, RotateHalf, &hf_inv_freq(1e4, 64, 32, 0));
+    // Without the beta, the length is no setting of the default scheme.
+    let e = ropes_from_hf_config(
+        r#"{"head_dim": 64, "rope_parameters": {"original_max_position_embeddings": 128}}"#,
+    );
+    assert_eq!(e.unwrap_err().kind, ConfigErrorKind::UnknownKey);
     // Another family's dynamic scaling has no `alpha`.
     let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::UnknownKey);

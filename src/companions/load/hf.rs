@@ -336,7 +336,10 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// [`presets::DEEPSEEK_V3`](crate::presets::DEEPSEEK_V3)).
 ///
 /// Strictness: every key inside `rope_scaling` / `rope_parameters` must belong to the
-/// declared scheme ([`ConfigErrorKind::UnknownKey`] names it); keys given twice with
+/// declared scheme ([`ConfigErrorKind::UnknownKey`] names it), except Ministral 3's and
+/// Mistral Large 3's `llama_4_scaling_beta` (with its `original_max_position_embeddings`), a
+/// scale of the queries by position (`1 + β·ln(1 + ⌊p / L⌋)`) that leaves the rope alone and
+/// that the runtime applies; keys given twice with
 /// different values (`type` vs `rope_type`, `rope_theta` outside and inside
 /// `rope_parameters`, `rope_scaling` vs `rope_parameters`) are a
 /// [`ConfigErrorKind::Contradiction`]. Keys outside the rope settings are not checked (a
@@ -1608,9 +1611,20 @@ impl<'a> Cfg<'a> {
                 ));
             }
         };
+        // Ministral 3's and Mistral Large 3's `llama_4_scaling_beta` scales queries by
+        // `1 + β·ln(1 + ⌊p / original_max_position_embeddings⌋)` after the rotation: not a
+        // rope setting, so it leaves the rope alone (with the length it reads, also beside
+        // the default scheme); the runtime scales its queries.
+        let query_scale = dict.get("llama_4_scaling_beta").is_some();
         if let Some(map) = dict.map {
             for k in map.keys() {
-                if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) {
+                let k_query_scale = query_scale
+                    && matches!(
+                        k.as_str(),
+                        "llama_4_scaling_beta" | "original_max_position_embeddings"
+                    );
+                if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) && !k_query_scale
+                {
                     return Err(ConfigError::new(
                         dict.key(k),
                         ConfigErrorKind::UnknownKey,
