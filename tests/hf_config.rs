@@ -866,6 +866,28 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
         r#"{"head_dim": 64, "rope_parameters": {"original_max_position_embeddings": 128}}"#,
     );
     assert_eq!(e.unwrap_err().kind, ConfigErrorKind::UnknownKey);
+    // Zyphra/Zamba2-2.7B: the shared attention's heads span the hidden state and the
+    // embeddings (2·2560/32), rotated only with `use_mem_rope`.
+    let zamba2 = |rope: &str| {
+        format!(
+            r#"{{"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32,
+            "rope_theta": 10000{rope}}}"#
+        )
+    };
+    assert_family(
+        &zamba2(r#", "use_mem_rope": true"#),
+        160,
+        160,
+        RotateHalf,
+        &hf_inv_freq(1e4, 160, 80, 0),
+    );
+    let e = ropes_from_hf_config(&zamba2(r#", "use_mem_rope": false"#)).unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        ("use_mem_rope", ConfigErrorKind::NoRope)
+    );
+    let e = ropes_from_hf_config(&zamba2("")).unwrap_err();
+    assert_eq!(e.kind, ConfigErrorKind::NoRope);
     // Another family's dynamic scaling has no `alpha`.
     let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::UnknownKey);

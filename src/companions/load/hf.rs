@@ -354,7 +354,8 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// says `"rope"` or `"rotary"` (ESM's word; XLM-RoBERTa with rotary embeddings); on
 /// `position_embedding_type` for any other value (or none, for GraniteMoeHybrid, whose default
 /// is none); on Falcon's `alibi` when it is set; on `num_hidden_layers` for Baichuan's
-/// 40-layer (13B) models, which use ALiBi. ERNIE 4.5 VL (`ernie4_5_vl*`) is an
+/// 40-layer (13B) models, which use ALiBi; on Zamba2's `use_mem_rope` unless it is true
+/// (its heads are then `attention_head_dim`, twice `hidden_size / num_attention_heads`). ERNIE 4.5 VL (`ernie4_5_vl*`) is an
 /// [`ConfigErrorKind::UnknownValue`] on `model_type`: its 3-D rope follows neither M-RoPE
 /// order.
 ///
@@ -638,6 +639,20 @@ impl<'a> Cfg<'a> {
                     ));
                 }
                 None => return Err(wrong(&k, "a boolean")),
+            }
+        }
+        // Zamba2's shared attention rotates only with `use_mem_rope` (its class default false).
+        if model_type == "zamba2" {
+            let on = match self.get("use_mem_rope") {
+                None => false,
+                Some((k, v)) => v.as_bool().ok_or_else(|| wrong(&k, "a boolean"))?,
+            };
+            if !on {
+                return Err(ConfigError::new(
+                    "use_mem_rope",
+                    ConfigErrorKind::NoRope,
+                    "Zamba2 attends without rotary embeddings unless `use_mem_rope` is true",
+                ));
             }
         }
         // Baichuan's 13B models (40 layers) attend with ALiBi, its 7B ones with a rope; the
@@ -1415,6 +1430,20 @@ impl<'a> Cfg<'a> {
         }
         if let Some(h) = class_default_head_dim(model_type) {
             return Ok(h);
+        }
+        // Zamba2's attention runs on the hidden state concatenated with the embeddings:
+        // `attention_head_dim = 2 * hidden_size // num_attention_heads`.
+        if model_type == "zamba2" {
+            if let Some(h) = self.usize("attention_head_dim")? {
+                return Ok(h);
+            }
+            if let (Some(h), Some(n)) = (
+                self.usize("hidden_size")?,
+                self.usize("num_attention_heads")?,
+            ) && n > 0
+            {
+                return Ok(2 * h / n);
+            }
         }
         // JetMoE's heads are `kv_channels` wide (its class default 128).
         if model_type == "jetmoe" {
