@@ -1062,6 +1062,37 @@ fn absent_keys_take_their_config_classs_defaults() {
     assert_eq!(got, want);
 }
 
+/// Remote-code multimodal wrappers keep their language model's settings under their own key,
+/// read as HF's `text_config` is, and errors name the path through it.
+#[test]
+fn multimodal_wrappers_language_model_is_read() {
+    use posenc::Layout::{Interleaved, RotateHalf};
+    // OpenGVLab/InternVL3-8B (`llm_config`), deepseek-ai/deepseek-vl2 (`language_config`).
+    let internvl = r#"{"model_type": "internvl_chat", "llm_config": {"model_type": "qwen2",
+        "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0}}"#;
+    assert_family(
+        internvl,
+        128,
+        128,
+        RotateHalf,
+        &hf_inv_freq(1e6, 128, 64, 0),
+    );
+    let vl2 = r#"{"model_type": "deepseek_vl_v2", "language_config": {"model_type": "deepseek_v2",
+        "hidden_size": 2560, "num_attention_heads": 10, "qk_rope_head_dim": 64}}"#;
+    assert_family(vl2, 64, 64, Interleaved, &hf_inv_freq(1e4, 64, 32, 0));
+    let e = ropes_from_hf_config(r#"{"llm_config": {"head_dim": 64, "rope_theta": "x"}}"#);
+    let e = e.unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        ("llm_config.rope_theta", ConfigErrorKind::WrongType)
+    );
+    let e = ropes_from_hf_config(r#"{"head_dim": 64, "language_config": 3}"#).unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        ("language_config", ConfigErrorKind::WrongType)
+    );
+}
+
 #[test]
 fn olmo3_sliding_layers_rotate_unscaled() {
     let yarn = r#""rope_scaling": {"rope_type": "yarn", "factor": 8.0,

@@ -294,7 +294,8 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `partial_rotary_factor` inside), either one dict for all layers or one per layer type
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
 ///
-/// A multimodal config's `text_config` is read first, then its top level. Where a key is
+/// A multimodal config's language-model level is read first (`text_config`; InternVL's
+/// `llm_config`, DeepSeek-VL2's and Janus's `language_config`), then its top level. Where a key is
 /// absent, the model's config class default applies, as HF's config classes write them:
 /// θ = 10000 unless the class says otherwise (Gemma 3 and 3n, Mixtral, MiniMax, PhiMoE,
 /// LFM2: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
@@ -375,24 +376,34 @@ pub fn ropes_from_hf_config_with(json: &str, options: &HfOptions) -> Result<HfRo
     let root = root.as_object().ok_or_else(|| {
         ConfigError::new("", ConfigErrorKind::Json, "the top level is not an object")
     })?;
-    let text = match root.get("text_config") {
-        Some(Value::Object(t)) => Some(t),
-        None | Some(Value::Null) => None,
-        Some(_) => {
-            return Err(ConfigError::new(
-                "text_config",
-                ConfigErrorKind::WrongType,
-                "must be an object",
-            ));
+    // The language model's own config inside a multimodal one: HF's `text_config`, or the
+    // remote-code spellings of InternVL (`llm_config`) and DeepSeek-VL2 / Janus
+    // (`language_config`); the first present.
+    let mut text = None;
+    for key in TEXT_KEYS {
+        match root.get(key) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Object(t)) => text = Some((t, key)),
+            Some(_) => return Err(wrong(key, "an object")),
         }
+        break;
+    }
+    let cfg = Cfg {
+        text: text.map(|(t, _)| t),
+        text_key: text.map_or("text_config", |(_, k)| k),
+        root,
     };
-    let cfg = Cfg { text, root };
     cfg.build(options)
 }
 
-/// The config: `text_config` first, then the top level.
+/// Where a multimodal config keeps its language model's settings, in order of preference.
+const TEXT_KEYS: [&str; 3] = ["text_config", "llm_config", "language_config"];
+
+/// The config: its language model's level (`text_config`, …) first, then the top level.
 struct Cfg<'a> {
     text: Option<&'a Map<String, Value>>,
+    /// The key `text` sits under (error paths name it).
+    text_key: &'static str,
     root: &'a Map<String, Value>,
 }
 
@@ -556,7 +567,7 @@ impl<'a> Cfg<'a> {
     /// A non-null value: `text_config` first, then the top level; with its dotted path.
     fn get(&self, key: &str) -> Option<(String, &'a Value)> {
         if let Some(v) = self.text.and_then(|t| t.get(key)).filter(|v| !v.is_null()) {
-            return Some((format!("text_config.{key}"), v));
+            return Some((format!("{}.{key}", self.text_key), v));
         }
         self.root
             .get(key)
@@ -691,10 +702,12 @@ impl<'a> Cfg<'a> {
             let cfg = match self.text {
                 Some(_) => Cfg {
                     text: Some(&level),
+                    text_key: self.text_key,
                     root: self.root,
                 },
                 None => Cfg {
                     text: None,
+                    text_key: self.text_key,
                     root: &level,
                 },
             };
@@ -1134,7 +1147,10 @@ impl<'a> Cfg<'a> {
                 return Ok(Some(level));
             }
             Some((k, Value::Object(m))) => {
-                level.remove(k.trim_start_matches("text_config."));
+                let own = k
+                    .strip_prefix(self.text_key)
+                    .and_then(|r| r.strip_prefix('.'));
+                level.remove(own.unwrap_or(k.as_str()));
                 m.clone()
             }
             Some(_) => return Ok(None), // refused where it is read
