@@ -580,69 +580,43 @@ fn nope_settings_are_checked() {
 /// decides; the families' rotary members still build.
 #[test]
 fn models_without_rotary_embeddings_are_no_rope() {
-    let no_rope = [
-        // Keys as in the published files (openai-community/gpt2, bigscience/bloom-560m, …).
-        (
-            r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "gpt_neo", "hidden_size": 2048, "num_heads": 16}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "bloom", "hidden_size": 1024, "n_head": 16}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "attn_config": {"alibi": true}}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "t5", "d_model": 512, "num_heads": 8, "d_kv": 64}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "whisper", "d_model": 384, "encoder_attention_heads": 6}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "mamba", "hidden_size": 768}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "jamba", "hidden_size": 4096, "num_attention_heads": 32}"#,
-            "model_type",
-        ),
-        (
-            r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}"#,
-            "model_type",
-        ),
+    // Keys as in the published files (openai-community/gpt2, bigscience/bloom-560m, …): NoRope
+    // on `model_type`.
+    let families = [
+        r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12}"#,
+        r#"{"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48}"#,
+        r#"{"model_type": "gpt_neo", "hidden_size": 2048, "num_heads": 16}"#,
+        r#"{"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12}"#,
+        r#"{"model_type": "bloom", "hidden_size": 1024, "n_head": 16}"#,
+        r#"{"model_type": "mpt", "d_model": 4096, "n_heads": 32, "attn_config": {"alibi": true}}"#,
+        r#"{"model_type": "t5", "d_model": 512, "num_heads": 8, "d_kv": 64}"#,
+        r#"{"model_type": "whisper", "d_model": 384, "encoder_attention_heads": 6}"#,
+        r#"{"model_type": "mamba", "hidden_size": 768}"#,
+        r#"{"model_type": "jamba", "hidden_size": 4096, "num_attention_heads": 32}"#,
+        r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}"#,
+    ];
+    let keyed = [
         // BERT's published files say it outright.
         (
-            r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "position_embedding_type": "absolute"}"#,
+            r#"{"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12,
+            "position_embedding_type": "absolute"}"#,
             "position_embedding_type",
         ),
         // baichuan-inc/Baichuan2-13B-Chat: ALiBi (its 7B sibling, 32 layers, rotates).
         (
-            r#"{"model_type": "baichuan", "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 40}"#,
+            r#"{"model_type": "baichuan", "hidden_size": 5120, "num_attention_heads": 40,
+            "num_hidden_layers": 40}"#,
             "num_hidden_layers",
         ),
         // Falcon-RW: ALiBi instead of the rotary embedding.
         (
-            r#"{"model_type": "falcon", "alibi": true, "hidden_size": 2048, "num_attention_heads": 32}"#,
+            r#"{"model_type": "falcon", "alibi": true, "hidden_size": 2048,
+            "num_attention_heads": 32}"#,
             "alibi",
         ),
     ];
-    for (json, key) in no_rope {
+    let cases = families.into_iter().map(|j| (j, "model_type"));
+    for (json, key) in cases.chain(keyed) {
         let e = ropes_from_hf_config(json).expect_err(json);
         assert_eq!(
             (e.key.as_str(), e.kind),
@@ -899,109 +873,54 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
 #[test]
 fn absent_keys_take_their_config_classs_defaults() {
     use posenc::Layout::{Interleaved, RotateHalf};
-    // (model_type, extra keys, head_dim, rotary_dim, layout, θ)
-    let cases: &[(&str, &str, usize, usize, posenc::Layout, f64)] = &[
-        ("mixtral", r#""head_dim": 128"#, 128, 128, RotateHalf, 1e6),
+    // Width from `hidden_size / num_attention_heads` unless the class says otherwise:
+    // (model_type, hidden_size, heads, head_dim, rotary_dim, layout, θ).
+    let cases: &[(&str, usize, usize, usize, usize, posenc::Layout, f64)] = &[
+        ("ernie4_5", 1024, 16, 128, 128, Interleaved, 5e5),
+        ("minimax_m2", 3072, 48, 128, 128, RotateHalf, 5e6),
+        ("helium", 2560, 20, 128, 128, Interleaved, 1e5),
+        ("persimmon", 4096, 64, 64, 32, RotateHalf, 25e3),
+        ("stablelm", 2560, 32, 80, 20, RotateHalf, 1e4),
+        ("phi", 2560, 32, 80, 40, RotateHalf, 1e4),
+        ("nemotron", 6144, 48, 128, 64, RotateHalf, 1e4),
+        ("glm", 4096, 32, 128, 64, Interleaved, 1e4),
+        ("qwen3_next", 2048, 16, 256, 64, RotateHalf, 1e4),
+        ("qwen3", 1024, 16, 128, 128, RotateHalf, 1e4),
+        ("seed_oss", 5120, 80, 128, 128, RotateHalf, 1e4),
+        ("vaultgemma", 1152, 4, 256, 256, RotateHalf, 1e4),
+    ];
+    for &(model, hidden, heads, head, rotary, layout, theta) in cases {
+        let json = format!(
+            r#"{{"model_type": "{model}", "hidden_size": {hidden}, "num_attention_heads": {heads}}}"#
+        );
+        assert_family(
+            &json,
+            head,
+            rotary,
+            layout,
+            &hf_inv_freq(theta, rotary, rotary / 2, 0),
+        );
+    }
+    // Other keys: (config, head_dim, rotary_dim, layout, θ).
+    let keyed = [
         (
-            "ernie4_5",
-            r#""hidden_size": 1024, "num_attention_heads": 16"#,
-            128,
-            128,
-            Interleaved,
-            5e5,
-        ),
-        (
-            "minimax_m2",
-            r#""hidden_size": 3072, "num_attention_heads": 48"#,
+            r#"{"model_type": "mixtral", "head_dim": 128}"#,
             128,
             128,
             RotateHalf,
-            5e6,
+            1e6,
         ),
         (
-            "helium",
-            r#""hidden_size": 2560, "num_attention_heads": 20"#,
-            128,
-            128,
-            Interleaved,
-            1e5,
-        ),
-        (
-            "persimmon",
-            r#""hidden_size": 4096, "num_attention_heads": 64"#,
-            64,
-            32,
-            RotateHalf,
-            25e3,
-        ),
-        (
-            "stablelm",
-            r#""hidden_size": 2560, "num_attention_heads": 32"#,
-            80,
-            20,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "phi",
-            r#""hidden_size": 2560, "num_attention_heads": 32"#,
-            80,
-            40,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "nemotron",
-            r#""hidden_size": 6144, "num_attention_heads": 48"#,
+            r#"{"model_type": "glm4_moe", "head_dim": 128}"#,
             128,
             64,
             RotateHalf,
             1e4,
         ),
+        // JetMoE's heads are `kv_channels` wide.
         (
-            "glm",
-            r#""hidden_size": 4096, "num_attention_heads": 32"#,
-            128,
-            64,
-            Interleaved,
-            1e4,
-        ),
-        ("glm4_moe", r#""head_dim": 128"#, 128, 64, RotateHalf, 1e4),
-        (
-            "qwen3_next",
-            r#""hidden_size": 2048, "num_attention_heads": 16"#,
-            256,
-            64,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "qwen3",
-            r#""hidden_size": 1024, "num_attention_heads": 16"#,
-            128,
-            128,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "seed_oss",
-            r#""hidden_size": 5120, "num_attention_heads": 80"#,
-            128,
-            128,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "vaultgemma",
-            r#""hidden_size": 1152, "num_attention_heads": 4"#,
-            256,
-            256,
-            RotateHalf,
-            1e4,
-        ),
-        (
-            "jetmoe",
-            r#""hidden_size": 2048, "num_key_value_heads": 16, "kv_channels": 128"#,
+            r#"{"model_type": "jetmoe", "hidden_size": 2048, "num_key_value_heads": 16,
+            "kv_channels": 128}"#,
             128,
             128,
             RotateHalf,
@@ -1009,8 +928,7 @@ fn absent_keys_take_their_config_classs_defaults() {
         ),
         // Bamba overwrites the file's factor with 0.5.
         (
-            "bamba",
-            r#""head_dim": 128, "partial_rotary_factor": 1.0"#,
+            r#"{"model_type": "bamba", "head_dim": 128, "partial_rotary_factor": 1.0}"#,
             128,
             64,
             RotateHalf,
@@ -1018,18 +936,16 @@ fn absent_keys_take_their_config_classs_defaults() {
         ),
         // MLA: the rope's own channels, adjacent pairs.
         (
-            "glm4_moe_lite",
-            r#""head_dim": 256, "qk_rope_head_dim": 64"#,
+            r#"{"model_type": "glm4_moe_lite", "head_dim": 256, "qk_rope_head_dim": 64}"#,
             64,
             64,
             Interleaved,
             1e4,
         ),
     ];
-    for &(model, extra, head, rotary, layout, theta) in cases {
-        let json = format!(r#"{{"model_type": "{model}", {extra}}}"#);
+    for (json, head, rotary, layout, theta) in keyed {
         assert_family(
-            &json,
+            json,
             head,
             rotary,
             layout,

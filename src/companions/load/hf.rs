@@ -1597,6 +1597,16 @@ impl<'a> Cfg<'a> {
         };
 
         // Keys each scheme may have (besides the common ones).
+        const YARN_KEYS: &[&str] = &[
+            "factor",
+            "original_max_position_embeddings",
+            "beta_fast",
+            "beta_slow",
+            "mscale",
+            "mscale_all_dim",
+            "attention_factor",
+            "truncate",
+        ];
         const COMMON: &[&str] = &[
             "rope_type",
             "type",
@@ -1614,26 +1624,10 @@ impl<'a> Cfg<'a> {
         let allowed: &[&str] = match rope_type {
             "default" => &[],
             "linear" => &["factor"],
-            "dynamic" if ntk_alpha => &[
-                "alpha",
-                "factor",
-                "original_max_position_embeddings",
-                "beta_fast",
-                "beta_slow",
-                "mscale",
-                "mscale_all_dim",
-            ],
+            // `alpha` and the YaRN keys, which it ignores.
+            "dynamic" if ntk_alpha => YARN_KEYS,
             "dynamic" => &["factor", "original_max_position_embeddings"],
-            "yarn" => &[
-                "factor",
-                "original_max_position_embeddings",
-                "beta_fast",
-                "beta_slow",
-                "mscale",
-                "mscale_all_dim",
-                "attention_factor",
-                "truncate",
-            ],
+            "yarn" => YARN_KEYS,
             "longrope" => &[
                 "factor",
                 "original_max_position_embeddings",
@@ -1663,13 +1657,13 @@ impl<'a> Cfg<'a> {
         let query_scale = dict.get("llama_4_scaling_beta").is_some();
         if let Some(map) = dict.map {
             for k in map.keys() {
-                let k_query_scale = query_scale
-                    && matches!(
-                        k.as_str(),
-                        "llama_4_scaling_beta" | "original_max_position_embeddings"
-                    );
-                if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) && !k_query_scale
-                {
+                // Keys read outside the scheme: Hunyuan's `alpha`, the query scale's two.
+                let outside = match k.as_str() {
+                    "alpha" => ntk_alpha,
+                    "llama_4_scaling_beta" | "original_max_position_embeddings" => query_scale,
+                    _ => false,
+                };
+                if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) && !outside {
                     return Err(ConfigError::new(
                         dict.key(k),
                         ConfigErrorKind::UnknownKey,
