@@ -608,6 +608,12 @@ fn models_without_rotary_embeddings_are_no_rope() {
             "num_hidden_layers": 40}"#,
             "num_hidden_layers",
         ),
+        // tiiuae/falcon-rw-1b, under the original remote code's name.
+        (
+            r#"{"model_type": "RefinedWebModel", "alibi": true, "hidden_size": 2048,
+            "n_head": 32}"#,
+            "alibi",
+        ),
         // Falcon-RW: ALiBi instead of the rotary embedding.
         (
             r#"{"model_type": "falcon", "alibi": true, "hidden_size": 2048,
@@ -862,6 +868,29 @@ fn families_with_their_own_rope_code_rotate_as_it_does() {
     );
     let e = ropes_from_hf_config(&zamba2("")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::NoRope);
+    // Older remote-code spellings: stabilityai/stablelm-3b-4e1t (`rope_pct`),
+    // microsoft/Phi-3-small-8k-instruct (`rope_embedding_base`, `rope_position_scale` 1).
+    let epoch = r#"{"model_type": "stablelm_epoch", "hidden_size": 2560,
+        "num_attention_heads": 32, "rope_pct": 0.25, "rope_theta": 10000}"#;
+    assert_family(epoch, 80, 20, RotateHalf, &hf_inv_freq(1e4, 20, 10, 0));
+    let small = |scale: &str| {
+        format!(
+            r#"{{"model_type": "phi3small", "hidden_size": 4096, "num_attention_heads": 32,
+            "rope_embedding_base": 1000000, "rope_position_scale": {scale}}}"#
+        )
+    };
+    assert_family(
+        &small("1.0"),
+        128,
+        128,
+        RotateHalf,
+        &hf_inv_freq(1e6, 128, 64, 0),
+    );
+    let e = ropes_from_hf_config(&small("2.0")).unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        ("rope_position_scale", ConfigErrorKind::UnknownKey)
+    );
     // Another family's dynamic scaling has no `alpha`.
     let e = ropes_from_hf_config(&hunyuan("llama", "")).unwrap_err();
     assert_eq!(e.kind, ConfigErrorKind::UnknownKey);

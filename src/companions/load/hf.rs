@@ -275,7 +275,8 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   `"mrope"` counts as `"default"`), `partial_rotary_factor`, `head_dim` (else
 ///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
 ///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
-///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rotary_emb_fraction` and
+///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rope_pct` (StableLM-epoch),
+///   `rope_embedding_base` (Phi-3-small), `rotary_emb_fraction` and
 ///   `rotary_emb_interleaved` (flash-attn's, in NomicBERT's remote code), `rotary_dim`, `n_embd`,
 ///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
 ///   sliding layers' θ, unscaled), ModernBERT's `global_rope_theta` / `local_rope_theta` (by
@@ -637,7 +638,8 @@ impl<'a> Cfg<'a> {
         }
         // Falcon: `alibi` (Falcon-RW) replaces the rotary embedding (HF `FalconAttention`
         // builds its rotary embedding only `if not self.config.alibi`).
-        if model_type == "falcon"
+        // (`RefinedWeb*`: the original remote code's names.)
+        if matches!(model_type, "falcon" | "RefinedWeb" | "RefinedWebModel")
             && let Some((k, v)) = self.get("alibi")
         {
             match v.as_bool() {
@@ -765,6 +767,17 @@ impl<'a> Cfg<'a> {
                 },
             },
         };
+        // Phi-3-small's `rope_position_scale` scales positions before the rotation; only 1
+        // (its published value) leaves them alone.
+        if let Some((k, v)) = self.get("rope_position_scale")
+            && num_f64(&k, v)? != 1.0
+        {
+            return Err(ConfigError::new(
+                k,
+                ConfigErrorKind::UnknownKey,
+                "a position scale other than 1 is not one posenc applies",
+            ));
+        }
         // NomicBERT's `rotary_scaling_factor` switches its remote code to a dynamic-NTK rope
         // of its own, which posenc does not build.
         if let Some((k, _)) = self.get("rotary_scaling_factor") {
@@ -1681,7 +1694,12 @@ impl<'a> Cfg<'a> {
             // CodeGen's and GPT-J's code fix the base at 10000.
             None if matches!(model_type, "codegen" | "gptj") => 10_000.0,
             None if model_type == "dbrx" => self.dbrx_theta()?,
-            None => match self.either(dict, "rope_theta", &["rope_theta", "rotary_emb_base"])? {
+            // Older spellings: GPT-NeoX's `rotary_emb_base`, Phi-3-small's `rope_embedding_base`.
+            None => match self.either(
+                dict,
+                "rope_theta",
+                &["rope_theta", "rotary_emb_base", "rope_embedding_base"],
+            )? {
                 Some((k, v)) => num_f32(&k, v)?,
                 None => class_default_theta(model_type),
             },
@@ -1702,7 +1720,14 @@ impl<'a> Cfg<'a> {
         } else {
             base
         };
-        let prf_top: &[&str] = &["partial_rotary_factor", "rotary_pct", "rotary_emb_fraction"];
+        // Older spellings: GPT-NeoX's `rotary_pct`, StableLM-epoch's `rope_pct`, flash-attn's
+        // `rotary_emb_fraction`.
+        let prf_top: &[&str] = &[
+            "partial_rotary_factor",
+            "rotary_pct",
+            "rope_pct",
+            "rotary_emb_fraction",
+        ];
         let rotary_dim = if let Some(rd) = self.usize("rotary_dim")? {
             rd
         } else if matches!(model_type, "codegen" | "gptj") {
