@@ -584,6 +584,17 @@ impl<'a> Cfg<'a> {
         self.get(key).map(|(k, v)| num_u32(&k, v)).transpose()
     }
 
+    /// A boolean, with its dotted path.
+    fn flag(&self, key: &str) -> Result<Option<(String, bool)>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some((k, v)) => match v.as_bool() {
+                Some(b) => Ok(Some((k, b))),
+                None => Err(wrong(&k, "a boolean")),
+            },
+        }
+    }
+
     fn usize(&self, key: &str) -> Result<Option<usize>, ConfigError> {
         self.get(key).map(|(k, v)| num_usize(&k, v)).transpose()
     }
@@ -640,33 +651,21 @@ impl<'a> Cfg<'a> {
         // builds its rotary embedding only `if not self.config.alibi`).
         // (`RefinedWeb*`: the original remote code's names.)
         if matches!(model_type, "falcon" | "RefinedWeb" | "RefinedWebModel")
-            && let Some((k, v)) = self.get("alibi")
+            && let Some((k, true)) = self.flag("alibi")?
         {
-            match v.as_bool() {
-                Some(false) => {}
-                Some(true) => {
-                    return Err(ConfigError::new(
-                        k,
-                        ConfigErrorKind::NoRope,
-                        "Falcon with ALiBi attends without rotary embeddings",
-                    ));
-                }
-                None => return Err(wrong(&k, "a boolean")),
-            }
+            return Err(ConfigError::new(
+                k,
+                ConfigErrorKind::NoRope,
+                "Falcon with ALiBi attends without rotary embeddings",
+            ));
         }
         // Zamba2's shared attention rotates only with `use_mem_rope` (its class default false).
-        if model_type == "zamba2" {
-            let on = match self.get("use_mem_rope") {
-                None => false,
-                Some((k, v)) => v.as_bool().ok_or_else(|| wrong(&k, "a boolean"))?,
-            };
-            if !on {
-                return Err(ConfigError::new(
-                    "use_mem_rope",
-                    ConfigErrorKind::NoRope,
-                    "Zamba2 attends without rotary embeddings unless `use_mem_rope` is true",
-                ));
-            }
+        if model_type == "zamba2" && !matches!(self.flag("use_mem_rope")?, Some((_, true))) {
+            return Err(ConfigError::new(
+                "use_mem_rope",
+                ConfigErrorKind::NoRope,
+                "Zamba2 attends without rotary embeddings unless `use_mem_rope` is true",
+            ));
         }
         // Baichuan's 13B models (40 layers) attend with ALiBi, its 7B ones with a rope; the
         // two share `model_type` and differ in their remote code (llama.cpp tells them apart
@@ -748,23 +747,15 @@ impl<'a> Cfg<'a> {
             // each pair's axis by its frequency's section as in Qwen2-VL. (GLM-4.5V,
             // `glm4v_moe`, rotates halves.)
             "glm4v" | "glm4v_text" => Layout::Interleaved,
-            _ if deepseek => match self.get("rope_interleave") {
-                None => Layout::Interleaved,
-                Some((k, v)) => match v.as_bool() {
-                    Some(true) => Layout::Interleaved,
-                    Some(false) => Layout::RotateHalf,
-                    None => return Err(wrong(&k, "a boolean")),
-                },
+            _ if deepseek => match self.flag("rope_interleave")? {
+                Some((_, false)) => Layout::RotateHalf,
+                _ => Layout::Interleaved,
             },
             // flash-attn's rotary keys, as remote-code BERTs write them (NomicBERT, Jina's
             // XLM-RoBERTa): `rotary_emb_interleaved` pairs adjacent channels.
-            _ => match self.get("rotary_emb_interleaved") {
-                None => Layout::RotateHalf,
-                Some((k, v)) => match v.as_bool() {
-                    Some(true) => Layout::Interleaved,
-                    Some(false) => Layout::RotateHalf,
-                    None => return Err(wrong(&k, "a boolean")),
-                },
+            _ => match self.flag("rotary_emb_interleaved")? {
+                Some((_, true)) => Layout::Interleaved,
+                _ => Layout::RotateHalf,
             },
         };
         // Phi-3-small's `rope_position_scale` scales positions before the rotation; only 1
