@@ -9,8 +9,9 @@ use posenc::{Element, Rope, View};
 /// exact at every position (no `(positions × inv_freq)` f32 table, whose rounding grows with
 /// the position), the rope's scaling, attention factor, partial rotary dim and layout apply.
 ///
-/// Build it from any `Rope`: a [`posenc::presets`] entry, a `config.json` via
-/// `posenc::load::ropes_from_hf_config` (feature `serde` of posenc), or a `RopeConfig`.
+/// Build it from a model's `config.json` ([`from_hf_config`](Self::from_hf_config), per layer)
+/// or from any `Rope`: a [`posenc::presets`] entry, a GGUF's metadata via
+/// `posenc::load::rope_from_gguf_layer`, or a `RopeConfig`.
 ///
 /// Tensors are `(b, h, t, d)` ([`apply`](Self::apply), candle's usual layout) or
 /// `(b, t, h, d)` ([`apply_thd`](Self::apply_thd)) with `d` the rope's `head_dim`. Positions
@@ -55,6 +56,34 @@ impl RotaryEmbedding {
     /// ```
     pub fn new(rope: Rope) -> Self {
         RotaryEmbedding { rope }
+    }
+
+    /// The rotary embedding of layer `layer` (from 0) of the model whose HuggingFace
+    /// `config.json` text is `json`, with posenc's reading of it
+    /// ([`posenc::load::ropes_from_hf_config`]: the model's own rope code, its config class's
+    /// defaults, one rope per layer type). `Ok(None)` where
+    /// [`HfRopes::for_layer`](posenc::load::HfRopes::for_layer) has no rope: a layer the model
+    /// runs without position encoding (Llama 4's and SmolLM3's NoPE layers, …), whose queries
+    /// and keys stay as they are. A config that posenc cannot read, or of a model that never
+    /// rotates (kind [`NoRope`](posenc::load::ConfigErrorKind::NoRope)), is an error wrapping
+    /// the [`posenc::load::ConfigError`], which names the key.
+    ///
+    /// ```
+    /// // Llama 4 Scout's text config: every fourth layer has no rope.
+    /// let json = r#"{"model_type": "llama4_text", "head_dim": 128, "rope_theta": 500000.0}"#;
+    /// let layer0 = posenc_candle::RotaryEmbedding::from_hf_config(json, 0)?.unwrap();
+    /// assert_eq!(layer0.rope().layout(), posenc::Layout::Interleaved);
+    /// assert!(posenc_candle::RotaryEmbedding::from_hf_config(json, 3)?.is_none());
+    /// // GPT-2 attends with learned positions.
+    /// let gpt2 = r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12}"#;
+    /// assert!(posenc_candle::RotaryEmbedding::from_hf_config(gpt2, 0).is_err());
+    /// # Ok::<(), candle_core::Error>(())
+    /// ```
+    pub fn from_hf_config(json: &str, layer: usize) -> Result<Option<Self>> {
+        let ropes = posenc::load::ropes_from_hf_config(json).map_err(candle_core::Error::wrap)?;
+        Ok(ropes
+            .for_layer(layer)
+            .map(|&rope| RotaryEmbedding::new(rope)))
     }
 
     /// The rope it applies.

@@ -8,8 +8,9 @@
 //!   (posenc stores no f64), so a call never fails here where candle_nn's would succeed.
 //!   One deliberate difference: empty inputs that make candle_nn's CPU kernel panic
 //!   (`par_chunks(0)`: `t = 0`, or `h = 0` for `rope_thd`) give an empty tensor here.
-//! * [`RotaryEmbedding`]: a posenc [`posenc::Rope`] (from a preset or a `config.json`)
-//!   applied from positions with exact angles, in place on CPU (`candle_core::InplaceOp1`).
+//! * [`RotaryEmbedding`]: a posenc [`posenc::Rope`] (from a preset, or per layer from a
+//!   `config.json`) applied from positions with exact angles, in place on CPU
+//!   (`candle_core::InplaceOp1`).
 //!
 //! # Numerics
 //!

@@ -198,3 +198,45 @@ fn bad_input_is_an_error_and_leaves_the_tensor_alone() -> Result<()> {
     rot.apply_inplace(&e, &[0, 1, 2, 3])?;
     Ok(())
 }
+
+/// `from_hf_config` on published configs: each layer's rope is the one posenc's loader reads
+/// (itself checked against HF elsewhere), and it rotates within the exact-angle bound; a NoPE
+/// layer has none, and a model that never rotates is an error.
+#[test]
+fn from_hf_config_gives_each_layers_rope() -> Result<()> {
+    let config = |name: &str| {
+        let path = format!(
+            "{}/../tests/data/configs/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let llama = RotaryEmbedding::from_hf_config(&config("llama-3.1-8b"), 5)?.unwrap();
+    assert_eq!(*llama.rope(), presets::LLAMA_3_1_8B.rope().unwrap());
+    let mut rng = Rng::new(7);
+    let x = randn(&mut rng, &[1, 4, 3, 128], DType::F32)?;
+    let pos = [0, 4095, 131_000];
+    check(
+        llama.rope(),
+        &x,
+        &llama.apply(&x, &pos)?,
+        &pos,
+        "llama-3.1 from config.json",
+    )?;
+    // Gemma 3: layer 5 is global (θ 1e6, linear ×8), layer 0 local (θ 1e4).
+    let gemma = config("gemma-3-4b-it");
+    let global = RotaryEmbedding::from_hf_config(&gemma, 5)?.unwrap();
+    let local = RotaryEmbedding::from_hf_config(&gemma, 0)?.unwrap();
+    assert_eq!(global.rope().inv_freq()[0], 0.125);
+    assert_eq!(local.rope().inv_freq()[0], 1.0);
+    // Llama 4's every fourth layer runs without rope.
+    let scout = r#"{"model_type": "llama4_text", "head_dim": 128, "rope_theta": 500000.0}"#;
+    assert!(RotaryEmbedding::from_hf_config(scout, 3)?.is_none());
+    assert!(RotaryEmbedding::from_hf_config(scout, 4)?.is_some());
+    let gpt2 = r#"{"model_type": "gpt2", "n_embd": 768, "n_head": 12}"#;
+    let err = RotaryEmbedding::from_hf_config(gpt2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("model_type"), "{err}");
+    Ok(())
+}
