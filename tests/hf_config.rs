@@ -918,63 +918,31 @@ fn absent_keys_take_their_config_classs_defaults() {
         ("seed_oss", 5120, 80, 128, 128, RotateHalf, 1e4),
         ("vaultgemma", 1152, 4, 256, 256, RotateHalf, 1e4),
     ];
-    for &(model, hidden, heads, head, rotary, layout, theta) in cases {
-        let json = format!(
-            r#"{{"model_type": "{model}", "hidden_size": {hidden}, "num_attention_heads": {heads}}}"#
-        );
+    // Other keys: (model_type, keys, head_dim, rotary_dim, layout, θ), one row per model.
+    #[rustfmt::skip]
+    let keyed = [
+        ("mixtral", r#""head_dim": 128"#, 128, 128, RotateHalf, 1e6),
+        ("glm4_moe", r#""head_dim": 128"#, 128, 64, RotateHalf, 1e4),
+        // JetMoE's heads are `kv_channels` wide.
+        ("jetmoe", r#""hidden_size": 2048, "kv_channels": 128"#, 128, 128, RotateHalf, 1e4),
+        // Bamba overwrites the file's factor with 0.5.
+        ("bamba", r#""head_dim": 128, "partial_rotary_factor": 1.0"#, 128, 64, RotateHalf, 1e4),
+        // MLA: the rope's own channels, adjacent pairs.
+        ("glm4_moe_lite", r#""head_dim": 256, "qk_rope_head_dim": 64"#, 64, 64, Interleaved, 1e4),
+    ];
+    let by_width = cases
+        .iter()
+        .map(|&(model, hidden, heads, head, rotary, layout, theta)| {
+            let keys = format!(r#""hidden_size": {hidden}, "num_attention_heads": {heads}"#);
+            (model, keys, head, rotary, layout, theta)
+        });
+    let by_key = keyed.map(|(model, keys, head, rotary, layout, theta)| {
+        (model, keys.to_owned(), head, rotary, layout, theta)
+    });
+    for (model, keys, head, rotary, layout, theta) in by_width.chain(by_key) {
+        let json = format!(r#"{{"model_type": "{model}", {keys}}}"#);
         assert_family(
             &json,
-            head,
-            rotary,
-            layout,
-            &hf_inv_freq(theta, rotary, rotary / 2, 0),
-        );
-    }
-    // Other keys: (config, head_dim, rotary_dim, layout, θ).
-    let keyed = [
-        (
-            r#"{"model_type": "mixtral", "head_dim": 128}"#,
-            128,
-            128,
-            RotateHalf,
-            1e6,
-        ),
-        (
-            r#"{"model_type": "glm4_moe", "head_dim": 128}"#,
-            128,
-            64,
-            RotateHalf,
-            1e4,
-        ),
-        // JetMoE's heads are `kv_channels` wide.
-        (
-            r#"{"model_type": "jetmoe", "hidden_size": 2048, "num_key_value_heads": 16,
-            "kv_channels": 128}"#,
-            128,
-            128,
-            RotateHalf,
-            1e4,
-        ),
-        // Bamba overwrites the file's factor with 0.5.
-        (
-            r#"{"model_type": "bamba", "head_dim": 128, "partial_rotary_factor": 1.0}"#,
-            128,
-            64,
-            RotateHalf,
-            1e4,
-        ),
-        // MLA: the rope's own channels, adjacent pairs.
-        (
-            r#"{"model_type": "glm4_moe_lite", "head_dim": 256, "qk_rope_head_dim": 64}"#,
-            64,
-            64,
-            Interleaved,
-            1e4,
-        ),
-    ];
-    for (json, head, rotary, layout, theta) in keyed {
-        assert_family(
-            json,
             head,
             rotary,
             layout,
