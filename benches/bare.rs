@@ -36,8 +36,10 @@
 //! and an xor for the sines' signs: three more operations per vector than `il_one`, one load
 //! fewer); `touch_expanded` is no rotation but the memory work of an expanded table (two table
 //! vectors per head vector) with one multiply-add per vector, the least any loop that reads
-//! an expanded table does; `posenc_*` are `Rope::apply` from a `Rope::table` on the AVX2
-//! backend.
+//! an expanded table does; `rh_two_pf`, `rh_four_pf`, `rh_eight_pf` and `il_four_pf` are
+//! `rh_two`, `rh_four`, `rh_eight` and `il_four` with the next group of heads' lines
+//! prefetched (`prefetcht0`) a few per step, in memory order; `posenc_*` are `Rope::apply`
+//! from a `Rope::table` on the AVX2 backend.
 //!
 //! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
 //! same path: posenc reads such a table's rows where they lie.
@@ -534,6 +536,71 @@ mod avx2 {
         }
     }
 
+    /// The prefetches of `*_pf`: the lines of the next group of `H` heads after `g0` (values
+    /// from the start of `x`, which holds `n`), `4H / 8` of them for step `v` of the group's
+    /// eight (of the `8H` lines `H` heads of 128 f32 fill), in memory order; none past `x`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn prefetch_next<const H: usize>(x: *const f32, n: usize, g0: usize, v: usize) {
+        let next = g0 + H * D;
+        for k in 0..H {
+            let at = next + (v * H + k) * 16;
+            if at < n {
+                // SAFETY: `at < n`, inside `x`; `prefetcht0` reads nothing a program observes.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(x.add(at).cast()) };
+            }
+        }
+    }
+
+    /// `il_heads::<H>` (`il_four_pf`: 4) with the next group's lines prefetched
+    /// ([`prefetch_next`]; two of the group's sixteen steps per step of eight).
+    #[target_feature(enable = "avx2,fma")]
+    fn il_heads_pf<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
+        let (base, n) = (x.as_ptr(), x.len());
+        let mut g0 = 0;
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(2 * D)) {
+            for group in tok.chunks_exact_mut(H * D) {
+                for v in 0..D / 8 {
+                    if v % 2 == 0 {
+                        prefetch_next::<H>(base, n, g0, v / 2);
+                    }
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[D + 8 * v..D + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    for head in group.chunks_exact_mut(D) {
+                        il_vector(head, v, c, s);
+                    }
+                }
+                g0 += H * D;
+            }
+        }
+    }
+
+    /// `rh_heads::<H>` (`rh_two_pf`, `rh_four_pf`, `rh_eight_pf`: 2, 4, 8) with the next
+    /// group's lines prefetched ([`prefetch_next`]), so the `2H` streams a step interleaves
+    /// need no hardware prefetcher to follow them.
+    #[target_feature(enable = "avx2,fma")]
+    fn rh_heads_pf<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
+        let (base, n) = (x.as_ptr(), x.len());
+        let mut g0 = 0;
+        for (tok, row) in x.chunks_exact_mut(heads * D).zip(tab.chunks_exact(D)) {
+            for group in tok.chunks_exact_mut(H * D) {
+                for v in 0..HALF / 8 {
+                    prefetch_next::<H>(base, n, g0, v);
+                    let (c, s) = (&row[8 * v..8 * v + 8], &row[HALF + 8 * v..HALF + 8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    for head in group.chunks_exact_mut(D) {
+                        rh_pair(head, v, c, s);
+                    }
+                }
+                g0 += H * D;
+            }
+        }
+    }
+
     /// Interleaved from a compact split table (per token `[c; 64][s; 64]`, each group of 8
     /// pairs in `vshufps` order `0 1 4 5 2 3 6 7`): two head vectors are split into their even
     /// and odd values, rotated as rotate_half pairs, and interleaved back; each table vector
@@ -674,6 +741,7 @@ mod avx2 {
         check("il_split1", &|x| unsafe { il_split::<1>(x, sp, heads) });
         check("il_split2", &|x| unsafe { il_split::<2>(x, sp, heads) });
         check("il_dup", &|x| unsafe { il_dup(x, pairs, heads) });
+        check("il_four_pf", &|x| unsafe { il_heads_pf::<4>(x, il, heads) });
         let names = [
             "ceiling",
             "rh_const",
@@ -692,6 +760,10 @@ mod avx2 {
             "touch2",
             "il_dup",
             "touch_expanded",
+            "rh_two_pf",
+            "rh_four_pf",
+            "rh_eight_pf",
+            "il_four_pf",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
@@ -713,7 +785,11 @@ mod avx2 {
                 13 => touch::<1>(x, rh, heads),
                 14 => touch::<2>(x, rh, heads),
                 15 => il_dup(x, pairs, heads),
-                _ => touch_expanded(x, il, heads),
+                16 => touch_expanded(x, il, heads),
+                17 => rh_heads_pf::<2>(x, rh, heads),
+                18 => rh_heads_pf::<4>(x, rh, heads),
+                19 => rh_heads_pf::<8>(x, rh, heads),
+                _ => il_heads_pf::<4>(x, il, heads),
             }
         });
         println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
