@@ -1004,6 +1004,51 @@ fn multimodal_wrappers_language_model_is_read() {
         (e.key.as_str(), e.kind),
         ("language_config", ConfigErrorKind::WrongType)
     );
+    // Qwen/Qwen2.5-Omni-7B: the thinker's text model, M-RoPE in halves (Qwen2.5-VL's
+    // `apply_multimodal_rotary_pos_emb`); the talker beside it has a rope of its own.
+    let omni = r#"{"model_type": "qwen2_5_omni", "thinker_config": {
+        "model_type": "qwen2_5_omni_thinker", "text_config": {"model_type": "qwen2_5_omni_text",
+        "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0,
+        "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"}}},
+        "talker_config": {"model_type": "qwen2_5_omni_talker", "hidden_size": 896,
+        "num_attention_heads": 12, "head_dim": 128, "rope_theta": 1000000.0}}"#;
+    assert_family(omni, 128, 128, RotateHalf, &hf_inv_freq(1e6, 128, 64, 0));
+    let rope = *ropes_from_hf_config(omni).unwrap().single().unwrap();
+    assert_eq!(
+        rope.axes(),
+        posenc::Axes::MRope {
+            sections: [16, 24, 24]
+        }
+    );
+    // The class default θ of that text model is 1e6, not Llama's 10000.
+    let bare = r#"{"thinker_config": {"text_config": {"model_type": "qwen2_5_omni_text",
+        "hidden_size": 3584, "num_attention_heads": 28}}}"#;
+    assert_family(bare, 128, 128, RotateHalf, &hf_inv_freq(1e6, 128, 64, 0));
+    for (json, key, kind) in [
+        (
+            r#"{"thinker_config": {"text_config": {"head_dim": 64, "rope_theta": "x"}}}"#,
+            "thinker_config.text_config.rope_theta",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"head_dim": 64, "thinker_config": {"model_type": "x"}}"#,
+            "thinker_config.text_config",
+            ConfigErrorKind::Missing,
+        ),
+        (
+            r#"{"head_dim": 64, "thinker_config": {"text_config": []}}"#,
+            "thinker_config.text_config",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"head_dim": 64, "thinker_config": 1}"#,
+            "thinker_config",
+            ConfigErrorKind::WrongType,
+        ),
+    ] {
+        let e = ropes_from_hf_config(json).unwrap_err();
+        assert_eq!((e.key.as_str(), e.kind), (key, kind), "{json}");
+    }
 }
 
 #[test]

@@ -296,10 +296,11 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///   (`{"sliding_attention": {…}, "full_attention": {…}}`).
 ///
 /// A multimodal config's language-model level is read first (`text_config`; InternVL's
-/// `llm_config`, DeepSeek-VL2's and Janus's `language_config`), then its top level. Where a key is
+/// `llm_config`, DeepSeek-VL2's and Janus's `language_config`; Qwen-Omni's
+/// `thinker_config.text_config`), then its top level. Where a key is
 /// absent, the model's config class default applies, as HF's config classes write them:
 /// θ = 10000 unless the class says otherwise (Gemma 3 and 3n, Mixtral, MiniMax, PhiMoE,
-/// LFM2: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
+/// LFM2, Qwen2.5-Omni's text model: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
 /// LongCat-Flash 1e7, Apertus 1.2e7, gpt-oss 150000, Helium 100000, Persimmon 25000; Gemma 3's
 /// local θ 1e4; ModernBERT 160000 and 10000); the partial rotary factor 1 unless the class
 /// says otherwise (GPT-NeoX, StableLM, Qwen3-Next: 0.25; GLM, GLM-4, GLM-4 MoE, Persimmon,
@@ -379,7 +380,9 @@ pub fn ropes_from_hf_config_with(json: &str, options: &HfOptions) -> Result<HfRo
     })?;
     // The language model's own config inside a multimodal one: HF's `text_config`, or the
     // remote-code spellings of InternVL (`llm_config`) and DeepSeek-VL2 / Janus
-    // (`language_config`); the first present.
+    // (`language_config`); the first present. Qwen-Omni's configs nest it one level deeper,
+    // in the thinker (the language model; the talker turns its states into speech):
+    // `thinker_config.text_config`.
     let mut text = None;
     for key in TEXT_KEYS {
         match root.get(key) {
@@ -388,6 +391,23 @@ pub fn ropes_from_hf_config_with(json: &str, options: &HfOptions) -> Result<HfRo
             Some(_) => return Err(wrong(key, "an object")),
         }
         break;
+    }
+    if text.is_none() {
+        match root.get("thinker_config") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(thinker)) => match thinker.get("text_config") {
+                Some(Value::Object(t)) => text = Some((t, THINKER_TEXT)),
+                Some(Value::Null) | None => {
+                    return Err(ConfigError::new(
+                        THINKER_TEXT,
+                        ConfigErrorKind::Missing,
+                        "the thinker's language model",
+                    ));
+                }
+                Some(_) => return Err(wrong(THINKER_TEXT, "an object")),
+            },
+            Some(_) => return Err(wrong("thinker_config", "an object")),
+        }
     }
     let cfg = Cfg {
         text: text.map(|(t, _)| t),
@@ -399,6 +419,9 @@ pub fn ropes_from_hf_config_with(json: &str, options: &HfOptions) -> Result<HfRo
 
 /// Where a multimodal config keeps its language model's settings, in order of preference.
 const TEXT_KEYS: [&str; 3] = ["text_config", "llm_config", "language_config"];
+
+/// Where Qwen-Omni's configs keep their language model's settings.
+const THINKER_TEXT: &str = "thinker_config.text_config";
 
 /// The config: its language model's level (`text_config`, …) first, then the top level.
 struct Cfg<'a> {
@@ -503,7 +526,7 @@ impl<'a> Dict<'a> {
 fn class_default_theta(model_type: &str) -> f32 {
     match model_type {
         "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text" | "mixtral" | "minimax"
-        | "phimoe" | "lfm2" => 1e6,
+        | "phimoe" | "lfm2" | "qwen2_5_omni_text" => 1e6,
         "ernie4_5" | "ernie4_5_moe" | "cohere" | "olmo3" | "flex_olmo" | "bitnet" => 5e5,
         "smollm3" => 2e6,
         "minimax_m2" => 5e6,
