@@ -993,17 +993,6 @@ fn multimodal_wrappers_language_model_is_read() {
     let vl2 = r#"{"model_type": "deepseek_vl_v2", "language_config": {"model_type": "deepseek_v2",
         "hidden_size": 2560, "num_attention_heads": 10, "qk_rope_head_dim": 64}}"#;
     assert_family(vl2, 64, 64, Interleaved, &hf_inv_freq(1e4, 64, 32, 0));
-    let e = ropes_from_hf_config(r#"{"llm_config": {"head_dim": 64, "rope_theta": "x"}}"#);
-    let e = e.unwrap_err();
-    assert_eq!(
-        (e.key.as_str(), e.kind),
-        ("llm_config.rope_theta", ConfigErrorKind::WrongType)
-    );
-    let e = ropes_from_hf_config(r#"{"head_dim": 64, "language_config": 3}"#).unwrap_err();
-    assert_eq!(
-        (e.key.as_str(), e.kind),
-        ("language_config", ConfigErrorKind::WrongType)
-    );
     // Qwen/Qwen2.5-Omni-7B: the thinker's text model, M-RoPE in halves (Qwen2.5-VL's
     // `apply_multimodal_rotary_pos_emb`); the talker beside it has a rope of its own.
     let omni = r#"{"model_type": "qwen2_5_omni", "thinker_config": {
@@ -1024,7 +1013,18 @@ fn multimodal_wrappers_language_model_is_read() {
     let bare = r#"{"thinker_config": {"text_config": {"model_type": "qwen2_5_omni_text",
         "hidden_size": 3584, "num_attention_heads": 28}}}"#;
     assert_family(bare, 128, 128, RotateHalf, &hf_inv_freq(1e6, 128, 64, 0));
+    // Malformed wrappers: a typed error on the key at fault.
     for (json, key, kind) in [
+        (
+            r#"{"llm_config": {"head_dim": 64, "rope_theta": "x"}}"#,
+            "llm_config.rope_theta",
+            ConfigErrorKind::WrongType,
+        ),
+        (
+            r#"{"head_dim": 64, "language_config": 3}"#,
+            "language_config",
+            ConfigErrorKind::WrongType,
+        ),
         (
             r#"{"thinker_config": {"text_config": {"head_dim": 64, "rope_theta": "x"}}}"#,
             "thinker_config.text_config.rope_theta",
