@@ -297,10 +297,10 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 ///
 /// A multimodal config's language-model level is read first (`text_config`; InternVL's
 /// `llm_config`, DeepSeek-VL2's and Janus's `language_config`; Qwen-Omni's
-/// `thinker_config.text_config`), then its top level. Where a key is
-/// absent, the model's config class default applies, as HF's config classes write them:
-/// θ = 10000 unless the class says otherwise (Gemma 3 and 3n, Mixtral, MiniMax, PhiMoE,
-/// LFM2, Qwen2.5-Omni's text model: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
+/// `thinker_config.text_config`), then its top level. Where a key is absent, the model's
+/// config class default applies, as HF's config classes write them: θ = 10000 unless the
+/// class says otherwise (Gemma 3 and 3n, Mixtral, MiniMax, PhiMoE, LFM2, Qwen2.5-Omni's text
+/// model: 1e6; ERNIE 4.5, Cohere, OLMo 3, FlexOlmo, BitNet: 5e5; SmolLM3 2e6, MiniMax-M2 5e6,
 /// LongCat-Flash 1e7, Apertus 1.2e7, gpt-oss 150000, Helium 100000, Persimmon 25000; Gemma 3's
 /// local θ 1e4; ModernBERT 160000 and 10000); the partial rotary factor 1 unless the class
 /// says otherwise (GPT-NeoX, StableLM, Qwen3-Next: 0.25; GLM, GLM-4, GLM-4 MoE, Persimmon,
