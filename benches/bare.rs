@@ -536,9 +536,9 @@ mod avx2 {
         }
     }
 
-    /// The prefetches of `*_pf`: the lines of the next group of `H` heads after `g0` (values
-    /// from the start of `x`, which holds `n`), `4H / 8` of them for step `v` of the group's
-    /// eight (of the `8H` lines `H` heads of 128 f32 fill), in memory order; none past `x`.
+    /// The prefetches of `*_pf` for call `v` of 8 per group: lines `v·H .. (v + 1)·H` of the
+    /// `8H` lines that the next group of `H` heads of 128 f32 fills (it starts `H·D` values
+    /// after `g0`, counted from the start of `x`, which holds `n`); none past `x`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     fn prefetch_next<const H: usize>(x: *const f32, n: usize, g0: usize, v: usize) {
@@ -553,7 +553,7 @@ mod avx2 {
     }
 
     /// `il_heads::<H>` (`il_four_pf`: 4) with the next group's lines prefetched
-    /// ([`prefetch_next`]; two of the group's sixteen steps per step of eight).
+    /// ([`prefetch_next`], called on every other of the group's sixteen vector steps).
     #[target_feature(enable = "avx2,fma")]
     fn il_heads_pf<const H: usize>(x: &mut [f32], tab: &[f32], heads: usize) {
         let (base, n) = (x.as_ptr(), x.len());
