@@ -38,8 +38,10 @@
 //! vectors per head vector) with one multiply-add per vector, the least any loop that reads
 //! an expanded table does; `rh_two_pf`, `rh_four_pf`, `rh_eight_pf` and `il_four_pf` are
 //! `rh_two`, `rh_four`, `rh_eight` and `il_four` with the next group of heads' lines
-//! prefetched (`prefetcht0`) a few per step, in memory order; `posenc_*` are `Rope::apply`
-//! from a `Rope::table` on the AVX2 backend.
+//! prefetched (`prefetcht0`) a few per step, in memory order; `rh_table1` and `rh_table2` are
+//! `rh_heads` over posenc's own table (`Rope::table`'s layout: the cosines of every token, then
+//! the sines) in place of the rows the other loops read, one or two heads per table load;
+//! `posenc_*` are `Rope::apply` from a `Rope::table` on the AVX2 backend.
 //!
 //! Every table, the loops' and posenc's, starts on a 64-byte boundary, so each run times the
 //! same path: posenc reads such a table's rows where they lie.
@@ -601,6 +603,27 @@ mod avx2 {
         }
     }
 
+    /// `rh_heads::<H>` from posenc's own table (`Rope::table`: every token's cosines, then
+    /// every token's sines), read where it lies (`rh_table1`, `rh_table2`: 1, 2): how far a
+    /// bare loop gets on the table `posenc_rh` reads.
+    #[target_feature(enable = "avx2,fma")]
+    fn rh_blocks<const H: usize>(x: &mut [f32], cos: &[f32], sin: &[f32], heads: usize) {
+        let rows = cos.chunks_exact(HALF).zip(sin.chunks_exact(HALF));
+        for (tok, (cr, sr)) in x.chunks_exact_mut(heads * D).zip(rows) {
+            for group in tok.chunks_exact_mut(H * D) {
+                for v in 0..HALF / 8 {
+                    let (c, s) = (&cr[8 * v..8 * v + 8], &sr[8 * v..8 * v + 8]);
+                    // SAFETY: `c` and `s` are 8 values each.
+                    let (c, s) =
+                        unsafe { (_mm256_loadu_ps(c.as_ptr()), _mm256_loadu_ps(s.as_ptr())) };
+                    for head in group.chunks_exact_mut(D) {
+                        rh_pair(head, v, c, s);
+                    }
+                }
+            }
+        }
+    }
+
     /// Interleaved from a compact split table (per token `[c; 64][s; 64]`, each group of 8
     /// pairs in `vshufps` order `0 1 4 5 2 3 6 7`): two head vectors are split into their even
     /// and odd values, rotated as rotate_half pairs, and interleaved back; each table vector
@@ -764,6 +787,8 @@ mod avx2 {
             "rh_four_pf",
             "rh_eight_pf",
             "il_four_pf",
+            "rh_table1",
+            "rh_table2",
         ];
         // SAFETY: (each call) AVX2 and FMA were detected above.
         let m = medians(names.len(), x, |k, x| unsafe {
@@ -789,7 +814,9 @@ mod avx2 {
                 17 => rh_heads_pf::<2>(x, rh, heads),
                 18 => rh_heads_pf::<4>(x, rh, heads),
                 19 => rh_heads_pf::<8>(x, rh, heads),
-                _ => il_heads_pf::<4>(x, il, heads),
+                20 => il_heads_pf::<4>(x, il, heads),
+                21 => rh_blocks::<1>(x, t_rh.cos(), t_rh.sin(), heads),
+                _ => rh_blocks::<2>(x, t_rh.cos(), t_rh.sin(), heads),
             }
         });
         println!("AVX2: {tokens} tokens × 32 heads × 128 f32, in place");
