@@ -64,6 +64,15 @@ pub(crate) trait Simd: Copy {
     /// bf16 vector's widening and narrowing are shuffles that compete with the rounding's
     /// shifts for the same ports (AVX2).
     const SPLIT_BF16_STREAM: bool = false;
+    /// Whether a call of f32 heads past the caches computes the next token's table a block at
+    /// a time between groups of the current token's heads (`Run::resident_tokens`), so that
+    /// the angles' arithmetic runs while the heads' loads wait on memory. It won on AVX-512,
+    /// and on the AVX2 tier of a CPU that has AVX-512 too, but lost on a CPU whose own tier
+    /// is AVX2, where the angles made once after the token's heads kept the loads streaming
+    /// (`cargo bench --bench ratio`, the apply column at 4096 tokens). The AVX2 tier runs by
+    /// default only on CPUs without AVX-512, so it follows those; NEON and the portable tier
+    /// were not timed with it.
+    const ANGLES_BETWEEN_HEADS: bool = false;
     /// `LANES` f32.
     type F: Copy;
     /// `LANES / 2` f64.

@@ -442,11 +442,13 @@ impl<S: Simd> Run<'_, S> {
     /// ```
     ///
     /// so the angles' arithmetic runs while the heads' loads wait on memory (`cargo bench
-    /// --bench ratio`, the apply column at 4096 tokens, both x86 tiers; most for f32 windows
-    /// 16 bytes off a line on AVX-512). It lost for 16-bit heads there, for a caller's table
-    /// copied row by row (nothing to overlap but the copy) and for f32 in cache, where the
-    /// heads' loads do not wait, as did computing the whole next table after half the heads. The other calls keep a branch of their own: run as a single group of this
-    /// loop, with the next token's `Pending` made before the heads, they took longer in cache.
+    /// --bench ratio`, the apply column at 4096 tokens on AVX-512, most for f32 windows 16
+    /// bytes off a line; on an AVX2 host it lost, see [`Simd::ANGLES_BETWEEN_HEADS`]). It lost
+    /// for 16-bit heads there, for a caller's table copied row by row (nothing to overlap but
+    /// the copy) and for f32 in cache, where the heads' loads do not wait, as did computing
+    /// the whole next table after half the heads. The other calls keep a branch of their own:
+    /// run as a single group of this loop, with the next token's `Pending` made before the
+    /// heads, they took longer in cache.
     ///
     /// # Safety
     /// As [`Run::stream_resident`]; `SKEW` nonzero only when every window of the call is an
@@ -685,8 +687,8 @@ impl<S: Simd> Run<'_, S> {
 
 /// Whether [`Run::resident_tokens`] computes the next token's table between groups of heads
 /// past the caches, for tables of `NV` vectors: f32 heads of 128 values or more into f32,
-/// under posenc's rounding, on the x86 vector tiers (see [`x86_vector`]), the calls where it
-/// was timed and won. (Built into every kernel, the loop added a fifth to the code of a release
+/// under posenc's rounding, on a tier with [`Simd::ANGLES_BETWEEN_HEADS`] (AVX-512), the
+/// calls where it was timed and won. (Built into every kernel, the loop added a fifth to the code of a release
 /// `examples/asm_probe`; the HF modes exist for HF's bits, not speed.)
 const fn between<
     S: Simd,
@@ -699,7 +701,7 @@ const fn between<
     let head = if IL { NV * S::LANES } else { 2 * NV * S::LANES };
     ONCE && matches!(I::DTYPE, Dtype::F32)
         && matches!(O::DTYPE, Dtype::F32)
-        && x86_vector::<S>()
+        && S::ANGLES_BETWEEN_HEADS
         && head >= 128
 }
 

@@ -80,6 +80,7 @@ impl<const BF16: bool> Simd for Avx512<BF16> {
     const QUARTERS: bool = true;
     const BF16_PAIR: bool = BF16;
     const SPLIT_BF16: bool = BF16;
+    const ANGLES_BETWEEN_HEADS: bool = true;
     type F = __m512;
     type D = __m512d;
 
