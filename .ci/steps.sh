@@ -17,3 +17,10 @@ step() {
   t_step=$SECONDS
   printf '\n==== %s ====\n' "$*"
 }
+
+# The suites that drive the kernels (every backend against the reference, golden vectors,
+# dtypes, views, the fused operations, the table path): what the emulated runs take. The rest
+# test logic that is the same code on every CPU, and run natively.
+kernel_suites=(--test backend_select --test backends --test element --test golden
+  --test golden_scaling --test miri_smoke --test sinusoidal_variants --test mrope --test views
+  --test fused --test backward --test quant --test shift --test stack --test table)
