@@ -1,18 +1,38 @@
-# Step timing for the CI scripts (sourced): `step NAME` starts a step; at exit the wall time of
-# every step is printed, also when one fails (`summary [RC]`, RC defaulting to `$?`).
+# Step timing for the CI scripts (sourced): `step NAME` starts a step; at exit the wall time and
+# the CPU time (user + system, of every process the step waited on) of every step is printed,
+# also when one fails (`summary [RC]`, RC defaulting to `$?`). On two cores CI is bound by its
+# total CPU time, so that is the column to read when a step is to be made cheaper.
 timings=()
 current=""
 t_step=$SECONDS
 t_start=$SECONDS
+cpu_file=$(mktemp)
+# `cpu`: seconds of CPU used so far by this shell's finished children (`times`' second line;
+# `times` runs in this shell, not in a command substitution's subshell, whose children are not
+# these).
+cpu_now() {
+  times >"$cpu_file"
+  cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] } printf "%d", s }' "$cpu_file")
+}
+cpu_now
+c_step=$cpu
+c_start=$cpu
+record() {
+  cpu_now
+  timings+=("$(printf '%6ds %6ds  %s' $((SECONDS - t_step)) $((cpu - c_step)) "$current")")
+  c_step=$cpu
+}
 summary() {
   local rc=${1:-$?}
-  [ -n "$current" ] && timings+=("$(printf '%6ds  %s' $((SECONDS - t_step)) "$current")")
-  printf '\n==== step times (%s) ====\n' "$lane"
+  [ -n "$current" ] && record
+  printf '\n==== step times (%s): wall, CPU ====\n' "$lane"
   printf '%s\n' "${timings[@]}"
-  printf '%6ds  total%s\n' $((SECONDS - t_start)) "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")"
+  cpu_now
+  printf '%6ds %6ds  total%s\n' $((SECONDS - t_start)) $((cpu - c_start)) \
+    "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")"
 }
 step() {
-  [ -n "$current" ] && timings+=("$(printf '%6ds  %s' $((SECONDS - t_step)) "$current")")
+  [ -n "$current" ] && record
   current="$*"
   t_step=$SECONDS
   printf '\n==== %s ====\n' "$*"
