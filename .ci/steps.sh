@@ -30,12 +30,25 @@ summary() {
   cpu_now
   printf '%6ds %6ds  total%s\n' $((SECONDS - t_start)) $((cpu - c_start)) \
     "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")"
+  echo $((cpu - c_start)) >"${CPU_TOTAL_FILE:-/dev/null}"
 }
 step() {
   [ -n "$current" ] && record
   current="$*"
   t_step=$SECONDS
   printf '\n==== %s ====\n' "$*"
+}
+
+# `retry CMD…`: a download (apt, rustup) tried up to five times, 15 s, 30 s, … apart: a mirror's
+# passing 503 must not fail CI (one did, on rustup's channel manifest).
+retry() {
+  local n=1
+  until "$@"; do
+    [ $n -lt 5 ] || return 1
+    echo "retrying in $((15 * n)) s: $*" >&2
+    sleep $((15 * n))
+    n=$((n + 1))
+  done
 }
 
 # The suites that drive the kernels (every backend against the reference, golden vectors,
