@@ -31,6 +31,7 @@ summary() {
   printf '%6ds %6ds  total%s\n' $((SECONDS - t_start)) $((cpu - c_start)) \
     "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")"
   echo $((cpu - c_start)) >"${CPU_TOTAL_FILE:-/dev/null}"
+  rm -f "$cpu_file"
 }
 step() {
   [ -n "$current" ] && record
