@@ -917,6 +917,8 @@ fn absent_keys_take_their_config_classs_defaults() {
         ("qwen3", 1024, 16, 128, 128, RotateHalf, 1e4),
         ("seed_oss", 5120, 80, 128, 128, RotateHalf, 1e4),
         ("vaultgemma", 1152, 4, 256, 256, RotateHalf, 1e4),
+        ("lfm2", 2048, 32, 64, 64, RotateHalf, 1e6),
+        ("lfm2_moe", 2048, 32, 64, 64, RotateHalf, 1e6),
     ];
     // Other keys: (model_type, keys, head_dim, rotary_dim, layout, θ), one row per model.
     #[rustfmt::skip]
@@ -929,6 +931,10 @@ fn absent_keys_take_their_config_classs_defaults() {
         ("bamba", r#""head_dim": 128, "partial_rotary_factor": 1.0"#, 128, 64, RotateHalf, 1e4),
         // MLA: the rope's own channels, adjacent pairs.
         ("glm4_moe_lite", r#""head_dim": 256, "qk_rope_head_dim": 64"#, 64, 64, Interleaved, 1e4),
+        // LFM2 reads Liquid's `theta` before `rope_theta`; either alone is θ.
+        ("lfm2", r#""hidden_size": 2048, "num_attention_heads": 32, "theta": 5e5, "rope_theta": 2e6"#, 64, 64, RotateHalf, 5e5),
+        ("lfm2", r#""hidden_size": 2048, "num_attention_heads": 32, "theta": 5e5"#, 64, 64, RotateHalf, 5e5),
+        ("lfm2", r#""hidden_size": 2048, "num_attention_heads": 32, "rope_theta": 2e6"#, 64, 64, RotateHalf, 2e6),
     ];
     let by_width = cases
         .iter()

@@ -526,7 +526,7 @@ impl<'a> Dict<'a> {
 fn class_default_theta(model_type: &str) -> f32 {
     match model_type {
         "gemma3" | "gemma3_text" | "gemma3n" | "gemma3n_text" | "mixtral" | "minimax"
-        | "phimoe" | "lfm2" | "qwen2_5_omni_text" => 1e6,
+        | "phimoe" | "lfm2" | "lfm2_moe" | "qwen2_5_omni_text" => 1e6,
         "ernie4_5" | "ernie4_5_moe" | "cohere" | "olmo3" | "flex_olmo" | "bitnet" => 5e5,
         "smollm3" => 2e6,
         "minimax_m2" => 5e6,
@@ -1708,11 +1708,17 @@ impl<'a> Cfg<'a> {
             // CodeGen's and GPT-J's code fix the base at 10000.
             None if matches!(model_type, "codegen" | "gptj") => 10_000.0,
             None if model_type == "dbrx" => self.dbrx_theta()?,
-            // Older spellings: GPT-NeoX's `rotary_emb_base`, Phi-3-small's `rope_embedding_base`.
+            // Older spellings: GPT-NeoX's `rotary_emb_base`, Phi-3-small's `rope_embedding_base`;
+            // LFM2's config class reads Liquid's own `theta` before `rope_theta`
+            // (`kwargs.get("theta", kwargs.get("rope_theta", …))`).
             None => match self.either(
                 dict,
                 "rope_theta",
-                &["rope_theta", "rotary_emb_base", "rope_embedding_base"],
+                if model_type == "lfm2" {
+                    &["theta", "rope_theta"]
+                } else {
+                    &["rope_theta", "rotary_emb_base", "rope_embedding_base"]
+                },
             )? {
                 Some((k, v)) => num_f32(&k, v)?,
                 None => class_default_theta(model_type),
