@@ -7,6 +7,9 @@ current=""
 t_step=$SECONDS
 t_start=$SECONDS
 cpu_file=$(mktemp)
+# Each lane's CPU total, for .ci/run to add up at the end (sourced from the repository root,
+# after `lane` is set).
+cpu_total_file=$PWD/target/ci-$lane.cpu
 # `cpu`: seconds of CPU used so far by this shell's finished children (`times`' second line;
 # `times` runs in this shell, not in a command substitution's subshell, whose children are not
 # these).
@@ -30,7 +33,7 @@ summary() {
   cpu_now
   printf '%6ds %6ds  total%s\n' $((SECONDS - t_start)) $((cpu - c_start)) \
     "$([ "$rc" -eq 0 ] || echo " (FAILED, exit $rc)")"
-  echo $((cpu - c_start)) >"${CPU_TOTAL_FILE:-/dev/null}"
+  echo $((cpu - c_start)) >"$cpu_total_file" 2>/dev/null || true
   rm -f "$cpu_file"
 }
 step() {
