@@ -1015,6 +1015,52 @@ fn multimodal_wrappers_language_model_is_read() {
             sections: [16, 24, 24]
         }
     );
+    // Qwen/Qwen3-Omni-30B-A3B-Instruct: the thinker's text model is Qwen3-VL-MoE's, M-RoPE
+    // with the sections interleaved; its dict names that twice (`interleaved`,
+    // `mrope_interleaved`), and HF interleaves without either.
+    let omni3 = |scaling: &str| {
+        format!(
+            r#"{{"model_type": "qwen3_omni_moe", "thinker_config": {{
+            "model_type": "qwen3_omni_moe_thinker", "text_config": {{
+            "model_type": "qwen3_omni_moe_text", "head_dim": 128, "hidden_size": 2048,
+            "num_attention_heads": 32, "rope_theta": 1000000,
+            "rope_scaling": {{{scaling}"mrope_section": [24, 20, 20], "rope_type": "default",
+            "type": "default"}}}}}}}}"#
+        )
+    };
+    for flags in [
+        r#""interleaved": true, "mrope_interleaved": true, "#,
+        r#""interleaved": true, "#,
+        "",
+    ] {
+        let json = omni3(flags);
+        assert_family(&json, 128, 128, RotateHalf, &hf_inv_freq(1e6, 128, 64, 0));
+        let rope = *ropes_from_hf_config(&json).unwrap().single().unwrap();
+        assert_eq!(
+            rope.axes(),
+            posenc::Axes::MRopeInterleaved {
+                sections: [24, 20, 20]
+            },
+            "{flags}"
+        );
+    }
+    let e = ropes_from_hf_config(&omni3(
+        r#""interleaved": false, "mrope_interleaved": true, "#,
+    ))
+    .unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.kind),
+        (
+            "thinker_config.text_config.rope_scaling.interleaved",
+            ConfigErrorKind::Contradiction
+        )
+    );
+    // Another model's dict has no `interleaved`.
+    let e = ropes_from_hf_config(
+        &omni3(r#""interleaved": true, "#).replace("qwen3_omni_moe_text", "qwen2_5_omni_text"),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ConfigErrorKind::UnknownKey);
     // The class default θ of that text model is 1e6, not Llama's 10000.
     let bare = r#"{"thinker_config": {"text_config": {"model_type": "qwen2_5_omni_text",
         "hidden_size": 3584, "num_attention_heads": 28}}}"#;

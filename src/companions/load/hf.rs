@@ -274,8 +274,10 @@ pub fn ropes_from_hf_config(json: &str) -> Result<HfRopes, ConfigError> {
 /// * **transformers 4**: `rope_theta`, `rope_scaling` (`rope_type`, or the legacy `type`;
 ///   `"mrope"` counts as `"default"`), `partial_rotary_factor`, `head_dim` (else
 ///   `hidden_size / num_attention_heads`), `max_position_embeddings`,
-///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`);
-///   older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `rope_pct` (StableLM-epoch),
+///   `original_max_position_embeddings`, `mrope_section` (and `mrope_interleaved`, which
+///   Qwen3-Omni's dicts also spell `interleaved`; Qwen3-VL and Qwen3-Omni interleave without
+///   it); older spellings `rotary_pct`, `rotary_emb_base` (GPT-NeoX), `theta` (LFM2, read
+///   before `rope_theta` as its config class does), `rope_pct` (StableLM-epoch),
 ///   `rope_embedding_base` (Phi-3-small), `rotary_emb_fraction` and
 ///   `rotary_emb_interleaved` (flash-attn's, in NomicBERT's remote code), `rotary_dim`, `n_embd`,
 ///   `n_head`, `n_positions` (GPT-J); Gemma 3's and Gemma 3n's `rope_local_base_freq` (their
@@ -1682,12 +1684,20 @@ impl<'a> Cfg<'a> {
         // rope setting, so it leaves the rope alone (with the length it reads, also beside
         // the default scheme); the runtime scales its queries.
         let query_scale = dict.get("llama_4_scaling_beta").is_some();
+        // Qwen3-Omni's thinker: HF's Qwen3-VL-MoE rotary, whose published dicts carry
+        // `interleaved` beside `mrope_interleaved` (read as one setting below).
+        let omni = matches!(
+            model_type,
+            "qwen3_omni_moe" | "qwen3_omni_moe_thinker" | "qwen3_omni_moe_text"
+        );
         if let Some(map) = dict.map {
             for k in map.keys() {
-                // Keys read outside the scheme: Hunyuan's `alpha`, the query scale's two.
+                // Keys read outside the scheme: Hunyuan's `alpha`, the query scale's two,
+                // Qwen3-Omni's `interleaved`.
                 let outside = match k.as_str() {
                     "alpha" => ntk_alpha,
                     "llama_4_scaling_beta" | "original_max_position_embeddings" => query_scale,
+                    "interleaved" => omni,
                     _ => false,
                 };
                 if !COMMON.contains(&k.as_str()) && !allowed.contains(&k.as_str()) && !outside {
@@ -1800,14 +1810,32 @@ impl<'a> Cfg<'a> {
                 for (i, x) in a.iter().enumerate() {
                     s[i] = num_usize(&k, x)?;
                 }
-                let interleaved =
-                    match self.either(dict, "mrope_interleaved", &["mrope_interleaved"])? {
-                        Some((ik, iv)) => iv.as_bool().ok_or_else(|| wrong(&ik, "a boolean"))?,
-                        None => matches!(
+                // HF's Qwen3-VL rotary (Qwen3-Omni's thinker's too) interleaves whatever the
+                // file says; vLLM reads `mrope_interleaved`, so a file's value is taken.
+                let flag = |k: &str, v: &Value| v.as_bool().ok_or_else(|| wrong(k, "a boolean"));
+                let named = self.either(dict, "mrope_interleaved", &["mrope_interleaved"])?;
+                let older = dict.get("interleaved").filter(|_| omni);
+                let interleaved = match (named, older) {
+                    (Some((nk, nv)), Some(ov)) => {
+                        let n = flag(&nk, nv)?;
+                        if flag(&dict.key("interleaved"), ov)? != n {
+                            return Err(ConfigError::new(
+                                dict.key("interleaved"),
+                                ConfigErrorKind::Contradiction,
+                                format!("differs from `{nk}`"),
+                            ));
+                        }
+                        n
+                    }
+                    (Some((nk, nv)), None) => flag(&nk, nv)?,
+                    (None, Some(ov)) => flag(&dict.key("interleaved"), ov)?,
+                    (None, None) => {
+                        omni || matches!(
                             model_type,
                             "qwen3_vl" | "qwen3_vl_text" | "qwen3_vl_moe" | "qwen3_vl_moe_text"
-                        ),
-                    };
+                        )
+                    }
+                };
                 if interleaved {
                     Axes::MRopeInterleaved { sections: s }
                 } else {
